@@ -1,0 +1,77 @@
+#include "self/endpoint_address.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+
+#include "self/fabric.hpp"
+#include "self/text.hpp"
+
+namespace rma::self {
+
+namespace {
+constexpr char kMagic[4] = {'s', 'e', 'l', 'f'};
+constexpr std::uint8_t kVersion = 1;
+
+void put_le(std::uint8_t* p, std::uint64_t v, int n) noexcept {
+  for (int i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+std::uint64_t get_le(const std::uint8_t* p, int n) noexcept {
+  std::uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= std::uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+// The first few bytes, printable, for "this is not ours" messages.
+std::string describe_prefix(const EndpointAddress& a) {
+  std::string s;
+  for (std::uint32_t i = 0; i < a.size && i < 8; ++i) {
+    const auto c = static_cast<unsigned char>(a.bytes[i]);
+    s += std::isprint(c) != 0 ? static_cast<char>(c) : '.';
+  }
+  return s;
+}
+}  // namespace
+
+EndpointAddress encode_endpoint(std::uint32_t qpn) {
+  EndpointAddress a;
+  std::uint8_t* p = a.bytes.data();
+  std::memcpy(p, kMagic, 4);
+  p[4] = kVersion;
+  put_le(p + 5, static_cast<std::uint32_t>(::getpid()), 4);
+  put_le(p + 9, Fabric::instance().nonce(), 8);
+  put_le(p + 17, qpn, 4);
+  a.size = kEndpointAddressSize;
+  return a;
+}
+
+Result<std::uint32_t> decode_endpoint(const EndpointAddress& a) {
+  if (a.size > EndpointAddress::kMaxSize) {
+    return invalid_argument("endpoint address size " + dec(a.size) + " exceeds " +
+                            dec(EndpointAddress::kMaxSize));
+  }
+  if (a.size < 4 || std::memcmp(a.bytes.data(), kMagic, 4) != 0) {
+    return invalid_argument("endpoint address (" + dec(a.size) + " bytes, starting \"" +
+                            describe_prefix(a) +
+                            "\") was not made by the self provider; it must start with \"self\"");
+  }
+  if (a.size != kEndpointAddressSize) {
+    return invalid_argument("self endpoint address has " + dec(a.size) + " bytes, expected " +
+                            dec(kEndpointAddressSize) + " (truncated or corrupt)");
+  }
+  const std::uint8_t* p = a.bytes.data();
+  if (p[4] != kVersion) {
+    return invalid_argument("self endpoint address has version " + dec(p[4]) + ", expected " +
+                            dec(kVersion));
+  }
+  const auto pid = static_cast<std::uint32_t>(get_le(p + 5, 4));
+  const std::uint64_t nonce = get_le(p + 9, 8);
+  if (pid != static_cast<std::uint32_t>(::getpid()) || nonce != Fabric::instance().nonce()) {
+    return invalid_argument("self endpoint address was made by another process (pid " + dec(pid) +
+                            "); the self provider only connects QPs within one process");
+  }
+  return static_cast<std::uint32_t>(get_le(p + 17, 4));
+}
+
+}  // namespace rma::self

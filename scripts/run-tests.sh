@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The test command: install what the build needs, then for each CMake preset
+# configure, build and run the whole ctest suite.
+#
+#   scripts/run-tests.sh                      # presets in $RMA_TEST_PRESETS (default "asan tsan release")
+#   scripts/run-tests.sh --preset release     # one preset (repeat --preset for several)
+#   scripts/run-tests.sh -- -R rcache -V      # everything after -- goes to ctest
+#
+# Keeps going after a failing preset and exits non-zero if any failed. The
+# release preset runs last by default and the recap of the earlier presets is
+# printed before the last ctest run, so the log ends with ctest's summary.
+# Under tsan the 'torture' label is skipped (too slow).
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root" || exit 1
+
+usage() { sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+
+presets=()
+ctest_extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --preset) [[ $# -ge 2 ]] || { echo "run-tests: --preset needs a name" >&2; exit 2; }
+              presets+=("$2"); shift 2 ;;
+    --preset=*) presets+=("${1#--preset=}"); shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; ctest_extra=("$@"); break ;;
+    *) echo "run-tests: unknown argument '$1' (ctest arguments go after --)" >&2; usage >&2; exit 2 ;;
+  esac
+done
+if [[ ${#presets[@]} -eq 0 ]]; then
+  read -r -a presets <<<"${RMA_TEST_PRESETS:-asan tsan release}"
+fi
+[[ ${#presets[@]} -gt 0 ]] || { echo "run-tests: no presets to run" >&2; exit 2; }
+
+# shellcheck source=SCRIPTDIR/lib/deps.sh
+source scripts/lib/deps.sh
+# shellcheck disable=SC2119  # no extra packages
+rma_install_deps || { echo "run-tests: installing dependencies failed" >&2; exit 1; }
+
+jobs="$(nproc 2>/dev/null || echo 2)"
+results=()   # "preset: passed" / "preset: FAILED (stage)"
+failed=0
+n=${#presets[@]}
+
+recap() {
+  local r
+  echo "=== run-tests recap$1 ==="
+  for r in "${results[@]}"; do echo "  $r"; done
+}
+
+for i in "${!presets[@]}"; do
+  p="${presets[$i]}"
+  last=$(( i == n - 1 ))
+  # The recap goes before the last ctest run so that ctest's summary is the
+  # last thing in the log.
+  if (( last && n > 1 )); then
+    recap " (before the last preset, $p)"
+  fi
+  echo
+  echo "=== preset $p ($((i + 1))/$n): configure, build, test ==="
+  if ! cmake --preset "$p"; then
+    results+=("$p: FAILED (configure)"); failed=1; continue
+  fi
+  if ! cmake --build --preset "$p" -j "$jobs"; then
+    results+=("$p: FAILED (build)"); failed=1; continue
+  fi
+  args=(--preset "$p" -j2 --output-on-failure --timeout 900)
+  if [[ "$p" == tsan ]]; then
+    args+=(-LE torture)
+  fi
+  echo "=== preset $p: ctest ${args[*]} ${ctest_extra[*]} ==="
+  if ctest "${args[@]}" "${ctest_extra[@]}"; then
+    results+=("$p: passed")
+  else
+    results+=("$p: FAILED (tests)"); failed=1
+  fi
+done
+
+# When the last preset never reached ctest there is no summary to end on:
+# finish with the recap instead.
+last_result="${results[$((n - 1))]}"
+if [[ "$last_result" == *"FAILED (configure)" || "$last_result" == *"FAILED (build)" ]]; then
+  recap ""
+fi
+exit "$failed"

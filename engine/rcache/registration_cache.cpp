@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 #include <array>
 #include <atomic>
 #include <limits>
@@ -30,18 +31,19 @@ namespace {
 std::atomic<std::uint64_t> g_generation{0};
 }  // namespace
 
-// One registration. Lives in the interval map while cached; on the LRU list
-// while cached and unused; on the dead list once dropped and unused, until a
-// user thread destroys it outside the lock.
+// One registration. The index holds one reference while the region is
+// cached and each Handle holds one; whoever drops the last destroys it, so
+// release() needs no lock. Destruction happens outside the cache lock.
 struct RegistrationCache::Region {
   std::uintptr_t start = 0;
   std::uintptr_t end = 0;
   std::unique_ptr<MemoryRegion> mr;
+  Access access = Access::kNone;
   std::uint64_t generation = 0;
-  std::uint32_t refcount = 0;
-  bool in_map = false;
-  Region* lru_prev = nullptr;  // toward most recently released
-  Region* lru_next = nullptr;
+  std::atomic<std::uint32_t> refs{0};
+  std::atomic<std::uint64_t> last_release{0};  // LRU stamp, written before the reference is dropped
+  bool in_index = false;                       // guarded by the cache lock
+  bool evict = false;                          // guarded by the cache lock
   Region* next_dead = nullptr;
 };
 
@@ -61,23 +63,19 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
     Region* dead = nullptr;
     {
       std::lock_guard lock(mutex_);
-      std::uint64_t leaked = 0;
-      map_.for_each([&](std::uintptr_t, std::uintptr_t, Region* r) {
-        if (r->refcount == 0) {
-          r->next_dead = dead;
-          dead = r;
-        } else {
-          ++leaked;
-        }
-      });
-      if (leaked != 0 || detached_in_use_ != 0) {
-        RMA_LOG_ERROR("registration cache destroyed with %llu handles still held; "
-                      "their registrations are leaked rather than freed under them",
-                      static_cast<unsigned long long>(leaked + detached_in_use_));
-      }
-      dead = append_dead(dead);
+      index_.erase_if([](auto, auto, Region*) { return true; },
+                      [&](auto, auto, Region* r) { drop_from_index(r); });
+      dead = take_dead();
     }
     destroy(dead);
+  }
+
+  // Handles not yet released, cached or detached.
+  std::uint64_t outstanding_handles() const noexcept {
+    std::lock_guard lock(mutex_);
+    std::uint64_t n = 0;
+    index_.for_each([&](auto, auto, Region* r) { n += r->refs.load(std::memory_order_relaxed) - 1; });
+    return n + static_cast<std::uint64_t>(std::max<std::int64_t>(0, detached_in_use_.load()));
   }
 
   // ---- InvalidationSink
@@ -85,8 +83,8 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
 
   void invalidate_locked(std::uintptr_t start, std::uintptr_t end) noexcept override {
     record_invalidation(start, end);
-    map_.erase_overlapping(start, end, [&](std::uintptr_t, std::uintptr_t, Region* r) {
-      drop_from_map(r);
+    index_.erase_overlapping(start, end, [&](std::uintptr_t, std::uintptr_t, Region* r) {
+      drop_from_index(r);
       ++stats_.invalidations;
     });
   }
@@ -103,7 +101,9 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
   RegistrationCacheStats stats() const noexcept {
     std::lock_guard lock(mutex_);
     RegistrationCacheStats s = stats_;
-    s.regions = map_.size();
+    s.regions = index_.size();
+    s.in_use = 0;
+    index_.for_each([&](auto, auto, Region* r) { s.in_use += r->refs.load(std::memory_order_relaxed) > 1; });
     return s;
   }
 
@@ -112,42 +112,63 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
   std::uint64_t max_regions() const noexcept { return max_regions_; }
 
  private:
-  // ---- helpers; all *_locked and these run with mutex_ held
-  void lru_push_front(Region* r) noexcept {
-    r->lru_prev = nullptr;
-    r->lru_next = lru_head_;
-    if (lru_head_ != nullptr) lru_head_->lru_prev = r;
-    lru_head_ = r;
-    if (lru_tail_ == nullptr) lru_tail_ = r;
-  }
-  void lru_unlink(Region* r) noexcept {
-    if (r->lru_prev != nullptr) r->lru_prev->lru_next = r->lru_next; else lru_head_ = r->lru_next;
-    if (r->lru_next != nullptr) r->lru_next->lru_prev = r->lru_prev; else lru_tail_ = r->lru_prev;
-    r->lru_prev = r->lru_next = nullptr;
-  }
+  // ---- run with mutex_ held
 
-  // The map entry is already erased. An unused region dies; a used one lives
-  // on, detached, until its last handle goes.
-  void drop_from_map(Region* r) noexcept {
-    r->in_map = false;
+  // The index entry is already gone: drop the index's reference. An unused
+  // region dies (later, outside the lock); a used one lives on, detached,
+  // until its last handle goes.
+  void drop_from_index(Region* r) noexcept {
+    r->in_index = false;
     stats_.bytes -= r->end - r->start;
-    if (r->refcount == 0) {
-      lru_unlink(r);
+    if (r->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       r->next_dead = dead_;
       dead_ = r;
     } else {
-      stats_.in_use -= 1;
-      ++detached_in_use_;
+      detached_in_use_.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
-  void evict_locked() noexcept {
-    while (lru_tail_ != nullptr && (map_.size() > max_regions_ || stats_.bytes > max_bytes_)) {
-      Region* victim = lru_tail_;
-      map_.erase(victim->start);
-      drop_from_map(victim);
-      ++stats_.evictions;
+  bool over_budget_locked() const noexcept {
+    return index_.size() > max_regions_ || stats_.bytes > max_bytes_;
+  }
+
+  // Evicts unused regions, least recently released first, down to 15/16 of
+  // the budget so that eviction (a scan of the index) runs once per many
+  // misses rather than on each. `scratch` is allocated by the caller
+  // outside the lock; its capacity bounds how many candidates are looked at.
+  void evict_locked(std::vector<std::pair<std::uint64_t, Region*>>& scratch) noexcept {
+    if (!over_budget_locked()) {
+      over_budget_.store(false, std::memory_order_relaxed);
+      return;
     }
+    scratch.clear();
+    index_.for_each([&](auto, auto, Region* r) {
+      if (scratch.size() < scratch.capacity() && r->refs.load(std::memory_order_acquire) == 1) {
+        scratch.emplace_back(r->last_release.load(std::memory_order_relaxed), r);
+      }
+    });
+    std::sort(scratch.begin(), scratch.end());
+    const std::uint64_t low_regions = max_regions_ - max_regions_ / 16;
+    const std::uint64_t low_bytes = max_bytes_ - max_bytes_ / 16;
+    std::uint64_t regions = index_.size(), bytes = stats_.bytes;
+    std::size_t victims = 0;
+    for (auto& [stamp, r] : scratch) {
+      if (regions <= low_regions && bytes <= low_bytes) break;
+      r->evict = true;
+      --regions;
+      bytes -= r->end - r->start;
+      ++victims;
+    }
+    if (victims != 0) {
+      // Handles are only created under this lock, so a region seen unused
+      // above is still unused: no one can take a reference meanwhile.
+      index_.erase_if([](auto, auto, Region* r) { return r->evict; },
+                      [&](auto, auto, Region* r) {
+                        drop_from_index(r);
+                        ++stats_.evictions;
+                      });
+    }
+    over_budget_.store(over_budget_locked(), std::memory_order_relaxed);
   }
 
   Region* take_dead() noexcept {
@@ -155,23 +176,29 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
     dead_ = nullptr;
     return d;
   }
-  Region* append_dead(Region* list) noexcept {
-    Region* d = take_dead();
-    if (list == nullptr) return d;
-    Region* tail = list;
-    while (tail->next_dead != nullptr) tail = tail->next_dead;
-    tail->next_dead = d;
-    return list;
-  }
 
-  // Destroys regions outside the lock: deregistration may free memory, and
-  // freeing memory may wait on the userfaultfd monitor, which needs the lock.
+  // ---- run without the lock
+  // Deregistration may free memory, and freeing memory may wait on the
+  // userfaultfd monitor, which needs the lock.
   static void destroy(Region* list) noexcept {
     while (list != nullptr) {
       Region* next = list->next_dead;
       delete list;
       list = next;
     }
+  }
+
+  void evict_if_over_budget() noexcept {
+    if (!over_budget_.load(std::memory_order_relaxed)) return;
+    std::vector<std::pair<std::uint64_t, Region*>> scratch;
+    scratch.reserve(region_count_hint_.load(std::memory_order_relaxed) + 16);
+    Region* dead = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      evict_locked(scratch);
+      dead = take_dead();
+    }
+    destroy(dead);
   }
 
   // Recent invalidations, so that a registration made without the lock can
@@ -190,6 +217,17 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
     return false;
   }
 
+  Region* new_region(std::uintptr_t s, std::uintptr_t e, std::unique_ptr<MemoryRegion> mr, std::uint32_t refs) {
+    auto* r = new Region;
+    r->start = s;
+    r->end = e;
+    r->access = mr->access();
+    r->mr = std::move(mr);
+    r->generation = g_generation.fetch_add(1, std::memory_order_relaxed) + 1;
+    r->refs.store(refs, std::memory_order_relaxed);
+    return r;
+  }
+
   Result<Handle> register_uncached(RegistrationCache* owner, std::uintptr_t s, std::uintptr_t e,
                                    Access access);
 
@@ -201,30 +239,25 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
   const std::uint64_t max_mr_size_;
 
   mutable std::mutex mutex_;
-  rcache::IntervalMap<Region*> map_;
-  Region* lru_head_ = nullptr;  // most recently released
-  Region* lru_tail_ = nullptr;  // next to evict
+  rcache::IntervalMap<Region*> index_;
   Region* dead_ = nullptr;
-  std::uint64_t detached_in_use_ = 0;
-  std::uint64_t map_version_ = 0;  // bumped by every insert/erase done by acquire()
+  std::uint64_t map_version_ = 0;  // bumped by every insert done by acquire()
   std::uint64_t invalidation_seq_ = 0;
   std::array<std::pair<std::uintptr_t, std::uintptr_t>, 64> recent_{};
   RegistrationCacheStats stats_;
+  std::atomic<std::uint64_t> tick_{0};
+  std::atomic<bool> over_budget_{false};
+  std::atomic<std::size_t> region_count_hint_{0};
+  std::atomic<std::int64_t> detached_in_use_{0};
 };
 
 Result<RegistrationCache::Handle> RegistrationCache::Impl::register_uncached(
     RegistrationCache* owner, std::uintptr_t s, std::uintptr_t e, Access access) {
   RMA_ASSIGN_OR_RETURN(auto mr, pd_->register_memory(reinterpret_cast<void*>(s), e - s, access));
-  auto* r = new Region;
-  r->start = s;
-  r->end = e;
-  r->mr = std::move(mr);
-  r->generation = g_generation.fetch_add(1, std::memory_order_relaxed) + 1;
-  r->refcount = 1;
-  r->in_map = false;
+  Region* r = new_region(s, e, std::move(mr), 1);
+  detached_in_use_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   ++stats_.misses;
-  ++detached_in_use_;
   return Handle(owner, r);
 }
 
@@ -258,20 +291,16 @@ Result<RegistrationCache::Handle> RegistrationCache::Impl::acquire(RegistrationC
     Region* dead = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (Region* const* hit = map_.find_covering(s, e);
-          hit != nullptr && has_access((*hit)->mr->access(), access)) {
-        Region* r = *hit;
-        if (r->refcount++ == 0) {
-          lru_unlink(r);
-          ++stats_.in_use;
-        }
+      if (Region* const* hit = index_.find_covering(s, e);
+          hit != nullptr && has_access((*hit)->access, access)) {
+        (*hit)->refs.fetch_add(1, std::memory_order_relaxed);
         ++stats_.hits;
-        return Handle(owner, r);
+        return Handle(owner, *hit);
       }
-      map_.for_each_touching(s, e, [&](std::uintptr_t rs, std::uintptr_t re, Region* r) {
+      index_.for_each_touching(s, e, [&](std::uintptr_t rs, std::uintptr_t re, Region* r) {
         ms = std::min(ms, rs);
         me = std::max(me, re);
-        macc |= r->mr->access();
+        macc |= r->access;
       });
       seq0 = invalidation_seq_;
       version0 = map_version_;
@@ -299,34 +328,33 @@ Result<RegistrationCache::Handle> RegistrationCache::Impl::acquire(RegistrationC
       return mr.status().with_context("registration cache");
     }
 
-    auto* fresh = new Region;
-    fresh->start = ms;
-    fresh->end = me;
-    fresh->mr = std::move(*mr);
-    fresh->generation = g_generation.fetch_add(1, std::memory_order_relaxed) + 1;
-    fresh->refcount = 1;
-    bool inserted = false;
+    Region* fresh = new_region(ms, me, std::move(*mr), 2);  // the index's reference and the handle's
+    bool inserted = false, over = false;
     {
       std::lock_guard lock(mutex_);
       if (!invalidated_since(seq0, ms, me) && map_version_ == version0) {
-        map_.erase_touching(ms, me, [&](std::uintptr_t, std::uintptr_t, Region* r) {
-          drop_from_map(r);
+        index_.erase_touching(ms, me, [&](std::uintptr_t, std::uintptr_t, Region* r) {
+          drop_from_index(r);
           ++stats_.merges;
         });
-        map_.insert(ms, me, fresh);
-        fresh->in_map = true;
+        index_.insert(ms, me, fresh);
+        fresh->in_index = true;
         ++map_version_;
         ++stats_.misses;
-        ++stats_.in_use;
         stats_.bytes += me - ms;
-        evict_locked();
+        region_count_hint_.store(index_.size(), std::memory_order_relaxed);
+        over = over_budget_locked();
+        if (over) over_budget_.store(true, std::memory_order_relaxed);
         inserted = true;
       }
       dead = take_dead();
     }
     destroy(dead);
-    if (inserted) return Handle(owner, fresh);
-    // Someone changed the map or the memory while we registered: our
+    if (inserted) {
+      if (over) evict_if_over_budget();
+      return Handle(owner, fresh);
+    }
+    // Someone changed the index or the memory while we registered: our
     // registration may describe pages that are gone. Drop it and look again.
     delete fresh;
   }
@@ -334,22 +362,21 @@ Result<RegistrationCache::Handle> RegistrationCache::Impl::acquire(RegistrationC
 }
 
 void RegistrationCache::Impl::release(Region* r) noexcept {
-  Region* dead = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    if (--r->refcount != 0) return;
-    if (r->in_map) {
-      --stats_.in_use;
-      lru_push_front(r);
-      evict_locked();
-    } else {
-      --detached_in_use_;
-      r->next_dead = dead_;
-      dead_ = r;
-    }
-    dead = take_dead();
+  // Stamp before dropping the reference: once dropped, the region may be
+  // evicted and destroyed by another thread.
+  // The stamp is a plain load and store, not an atomic increment: two
+  // threads releasing at once may share a stamp, which only blurs the LRU
+  // order between them, and it keeps a locked instruction off the hot path.
+  const std::uint64_t stamp = tick_.load(std::memory_order_relaxed) + 1;
+  tick_.store(stamp, std::memory_order_relaxed);
+  r->last_release.store(stamp, std::memory_order_relaxed);
+  if (r->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // The index had already let go: we were the last holder.
+    detached_in_use_.fetch_sub(1, std::memory_order_relaxed);
+    delete r;
+    return;
   }
-  destroy(dead);
+  evict_if_over_budget();
 }
 
 void RegistrationCache::Impl::invalidate(const void* addr, std::size_t length) noexcept {
@@ -371,12 +398,12 @@ void RegistrationCache::Impl::purge() noexcept {
   Region* dead = nullptr;
   {
     std::lock_guard lock(mutex_);
-    while (lru_tail_ != nullptr) {
-      Region* victim = lru_tail_;
-      map_.erase(victim->start);
-      drop_from_map(victim);
-      ++stats_.evictions;
-    }
+    index_.erase_if([](auto, auto, Region* r) { return r->refs.load(std::memory_order_acquire) == 1; },
+                    [&](auto, auto, Region* r) {
+                      drop_from_index(r);
+                      ++stats_.evictions;
+                    });
+    over_budget_.store(over_budget_locked(), std::memory_order_relaxed);
     dead = take_dead();
   }
   destroy(dead);
@@ -415,7 +442,16 @@ Result<std::unique_ptr<RegistrationCache>> RegistrationCache::create(std::shared
 }
 
 RegistrationCache::RegistrationCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-RegistrationCache::~RegistrationCache() = default;
+RegistrationCache::~RegistrationCache() {
+  if (std::uint64_t held = impl_->outstanding_handles(); held != 0) {
+    // Releasing those handles later must stay safe, so the cache's state is
+    // leaked rather than freed under them.
+    RMA_LOG_ERROR("registration cache destroyed while %llu handles are still held: release handles "
+                  "before destroying the cache; its registrations are leaked",
+                  static_cast<unsigned long long>(held));
+    (void)impl_.release();
+  }
+}
 
 Result<RegistrationCache::Handle> RegistrationCache::acquire(const void* addr, std::size_t length,
                                                              Access access) {

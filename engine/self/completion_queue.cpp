@@ -42,10 +42,10 @@ int CqImpl::poll(std::span<Completion> out) noexcept {
   Fabric& fabric = Fabric::instance();
   std::lock_guard lock(fabric.mutex());
   if (overrun_.load(std::memory_order_relaxed)) return -1;
-  // A requester waiting for a receive with a finite RNR budget fails once
-  // the budget is spent; polling is when its owner looks, so check here.
+  // A requester waiting for a receive fails once its RNR budget is spent or
+  // its peer has gone away; polling is when its owner looks, so check here.
   for (QpImpl* qp : senders_) {
-    if (qp->rnr_deadline_armed()) qp->drive();
+    if (qp->waiting()) qp->drive();
   }
   if (overrun_.load(std::memory_order_relaxed)) return -1;
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(out.size(), count_));

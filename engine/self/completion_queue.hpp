@@ -38,8 +38,8 @@ class CqImpl final : public CompletionQueue {
 
   // Fabric lock held. False when the entry was lost because the CQ overran.
   bool push(const CqEntry& entry) noexcept;
-  // Fabric lock held. QPs using this CQ as their send CQ: poll() checks
-  // their RNR deadlines, so a finite RNR wait ends without another post.
+  // Fabric lock held. QPs using this CQ as their send CQ: poll() re-drives
+  // the waiting ones, so an RNR wait can end without another post.
   void attach_sender(QpImpl* qp);
   void detach_sender(QpImpl* qp) noexcept;
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "self/fabric.hpp"
+#include "self/orphan_tracker.hpp"
 #include "self/queue_pair.hpp"
 #include "self/rnr_timer.hpp"
 
@@ -56,6 +57,7 @@ std::uint32_t QpImpl::check_local(std::span<const Sge> sgl, std::uint64_t bytes,
     if (mr->pd != pd_.get()) return kVeLkeyOtherPd;
     if (!mr->contains(sge.addr, sge.length)) return kVeLocalOutOfBounds;
     if (!has_access(mr->access, needed)) return kVeNoLocalWrite;
+    if (mr->is_orphaned()) return kVeLocalUnmapped;
     bytes -= std::min<std::uint64_t>(bytes, sge.length);
   }
   return kVeNone;
@@ -70,6 +72,7 @@ std::uint32_t QpImpl::check_remote(std::uint32_t rkey, std::uint64_t addr, std::
   if (mr->pd != pd_.get()) return kVeRkeyOtherPd;
   if (!has_access(mr->access, right)) return kVeNoRemoteRight;
   if (addr + len < addr || !mr->contains(addr, len)) return kVeRemoteOutOfBounds;
+  if (mr->is_orphaned()) return kVeRemoteUnmapped;
   return kVeNone;
 }
 
@@ -91,6 +94,9 @@ QpImpl::Step QpImpl::wait_for_receive(const QpImpl& responder) noexcept {
 QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& responder) noexcept {
   auto fail = [](WcStatus s, std::uint32_t ve) { return Step{Step::kFailed, s, 0, ve}; };
   auto done = [](std::uint64_t n) { return Step{Step::kDone, WcStatus::kSuccess, static_cast<std::uint32_t>(n), kVeNone}; };
+
+  // See every unmap that finished before this transfer (orphan_tracker.hpp).
+  OrphanTracker::instance().sync();
 
   // The local gather/scatter list: the posted SGEs, or the inline copy.
   Sge inline_sge{reinterpret_cast<std::uint64_t>(inline_data(seq)),

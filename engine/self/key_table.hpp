@@ -6,6 +6,7 @@
 // silently naming a newer region.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -24,6 +25,10 @@ struct MrEntry {
   std::uint64_t length = 0;
   Access access = Access::kNone;
   const PdImpl* pd = nullptr;  // identity only: keys are valid within their PD
+  // Set when the region's memory was unmapped or discarded (orphan_tracker.hpp).
+  const std::atomic<bool>* orphaned = nullptr;
+
+  bool is_orphaned() const noexcept { return orphaned != nullptr && orphaned->load(std::memory_order_acquire); }
 
   // [a, a+len) inside the region; len 0 counts as inside (like MemoryRegion::contains).
   bool contains(std::uint64_t a, std::uint64_t len) const noexcept {

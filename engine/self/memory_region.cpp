@@ -58,19 +58,35 @@ Result<std::unique_ptr<MemoryRegion>> MrImpl::create(std::shared_ptr<PdImpl> pd,
                                                      std::size_t length, Access access) {
   const auto a = reinterpret_cast<std::uint64_t>(addr);
   RMA_RETURN_IF_ERROR(validate(a, length, access, pd->caps()));
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  auto watch = std::make_unique<OrphanWatch>();
+  watch->start = a & ~(page - 1);
+  watch->end = (a + length + page - 1) & ~(page - 1);
+  OrphanTracker::instance().add(watch.get());
   Fabric& fabric = Fabric::instance();
-  std::lock_guard lock(fabric.mutex());
-  RMA_ASSIGN_OR_RETURN(KeyTable::Keys keys,
-                       fabric.keys().insert(MrEntry{a, length, access, pd.get()}, pd->caps().max_mr));
-  return std::unique_ptr<MemoryRegion>(new MrImpl(std::move(pd), a, length, keys.lkey, keys.rkey, access));
+  Result<KeyTable::Keys> keys = [&] {
+    std::lock_guard lock(fabric.mutex());
+    return fabric.keys().insert(MrEntry{a, length, access, pd.get(), &watch->orphaned}, pd->caps().max_mr);
+  }();
+  if (!keys.ok()) {
+    OrphanTracker::instance().remove(watch.get());
+    return keys.status();
+  }
+  return std::unique_ptr<MemoryRegion>(
+      new MrImpl(std::move(pd), std::move(watch), a, length, keys->lkey, keys->rkey, access));
 }
 
 MrImpl::~MrImpl() {
   // Under the fabric lock, so no work request is between checking a key and
   // copying through it when the region disappears.
-  Fabric& fabric = Fabric::instance();
-  std::lock_guard lock(fabric.mutex());
-  fabric.keys().erase(lkey());
+  {
+    Fabric& fabric = Fabric::instance();
+    std::lock_guard lock(fabric.mutex());
+    fabric.keys().erase(lkey());
+  }
+  // Not under the fabric lock: the memory monitor takes the tracker's lock
+  // and must never wait for the fabric's.
+  OrphanTracker::instance().remove(watch_.get());
 }
 
 }  // namespace rma::self

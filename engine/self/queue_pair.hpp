@@ -50,7 +50,10 @@ class QpImpl final : public QueuePair {
   // Executes queued send work requests until the queue is empty, the head
   // waits for a receive, or the QP leaves RTS.
   void drive() noexcept;
-  bool rnr_deadline_armed() const noexcept { return rnr_armed_; }
+  // The head request is waiting (for a receive at the peer): something
+  // outside this QP — a receive, an expired RNR budget, a vanished peer —
+  // may let it move on.
+  bool waiting() const noexcept { return sq_exec_ < sq_tail_ && state() == QpState::kRts; }
   // A completion covering `seq` of the send or receive queue was polled.
   void retire(bool send_queue, std::uint64_t seq) noexcept;
 

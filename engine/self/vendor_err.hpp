@@ -24,6 +24,8 @@ enum VendorErr : std::uint32_t {
   kVeRecvBufferInvalid = 13,  // the receive's SGEs fail the local checks
   kVeRnrExhausted = 14,       // no receive was posted within the RNR budget
   kVeFlushed = 15,            // flushed because the QP entered the error state
+  kVeLocalUnmapped = 16,      // the local region's memory was unmapped after registration
+  kVeRemoteUnmapped = 17,     // the remote region's memory was unmapped after registration
 };
 
 }  // namespace rma::self

@@ -142,7 +142,7 @@ if configure_consumer "$tmp/cmake-incompatible" -DRMA_WANTED_VERSION="$next_majo
      >"$tmp/incompatible.log" 2>&1; then
   fail "find_package(rma $next_major) accepted version $version"
 fi
-grep -q "rmaConfigVersion.cmake" "$tmp/incompatible.log" \
+grep -q "considered but not accepted" "$tmp/incompatible.log" \
   || { cat "$tmp/incompatible.log" >&2; fail "find_package(rma $next_major) failed for another reason"; }
 echo "   $version satisfies $version, rejects $next_major"
 

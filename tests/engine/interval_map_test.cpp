@@ -84,14 +84,23 @@ TEST(IntervalMap, MatchesAModel) {
   }
 }
 
-TEST(NodePool, RecyclesNodes) {
-  NodePool pool(48);
-  void* a = pool.allocate();
-  void* b = pool.allocate();
-  EXPECT_NE(a, b);
-  pool.deallocate(a);
-  EXPECT_EQ(pool.allocate(), a);
-  pool.deallocate(b);
+TEST(IntervalMap, EraseIfCompactsInOrder) {
+  IntervalMap<int> m;
+  for (int i = 0; i < 10; ++i) m.insert(static_cast<std::uintptr_t>(i) * 0x2000, static_cast<std::uintptr_t>(i) * 0x2000 + 0x1000, i);
+  std::vector<int> removed;
+  m.erase_if([](auto, auto, int v) { return v % 3 == 0; }, [&](auto, auto, int v) { removed.push_back(v); });
+  EXPECT_EQ(removed, (std::vector<int>{0, 3, 6, 9}));
+  std::vector<int> left;
+  m.for_each([&](auto, auto, int v) { left.push_back(v); });
+  EXPECT_EQ(left, (std::vector<int>{1, 2, 4, 5, 7, 8}));
+  EXPECT_EQ(*m.find_covering(0x8000, 0x9000), 4);
+}
+
+TEST(IntervalMap, GrowsPastItsFirstCapacity) {
+  IntervalMap<int> m;
+  for (int i = 999; i >= 0; --i) m.insert(static_cast<std::uintptr_t>(i) * 0x2000, static_cast<std::uintptr_t>(i) * 0x2000 + 0x1000, i);
+  ASSERT_EQ(m.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(*m.find_covering(static_cast<std::uintptr_t>(i) * 0x2000 + 5, static_cast<std::uintptr_t>(i) * 0x2000 + 6), i);
 }
 
 }  // namespace

@@ -1,0 +1,62 @@
+// Registered memory that was unmapped, for the self provider.
+//
+// A real NIC pins registered pages: after munmap() the region still names
+// the old pages and the NIC writes there harmlessly (and invisibly). The self
+// provider copies through virtual addresses and pins nothing, so it must
+// know when a region's memory went away, or an access through a stale
+// region would fault, or land in whatever is mapped there now. It watches
+// every region through the engine's memory monitor (userfaultfd or hooks,
+// as the registration cache does) and marks regions whose memory went away
+// as orphaned; an access through an orphaned region fails with a protection
+// error whose vendor_err says so, instead of touching any memory.
+//
+// Limit: an unmap that races with a transfer already copying can still
+// fault; freeing memory while an operation on it is in flight is a bug in
+// the caller on any transport.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "rcache/memory_monitor.hpp"
+
+namespace rma::self {
+
+// One watched region; owned by the memory region, linked into the tracker.
+struct OrphanWatch {
+  std::uintptr_t start = 0;  // page-aligned
+  std::uintptr_t end = 0;
+  std::atomic<bool> orphaned{false};
+  OrphanWatch* prev = nullptr;
+  OrphanWatch* next = nullptr;
+};
+
+class OrphanTracker final : public rcache::InvalidationSink {
+ public:
+  static OrphanTracker& instance();
+
+  // Starts watching [w->start, w->end). Never allocates under its lock, so the
+  // memory monitor can call in at any time.
+  void add(OrphanWatch* w) noexcept;
+  void remove(OrphanWatch* w) noexcept;
+
+  // Waits until no invalidation is being applied. With userfaultfd the
+  // unmapping thread resumes as soon as the monitor has read the event,
+  // before the monitor (which holds this lock from before the read until
+  // the flags are set) has marked anything; a transfer that syncs first
+  // therefore sees every unmap that returned before it started.
+  void sync() noexcept { std::lock_guard lock(mutex_); }
+
+  std::mutex& sink_mutex() noexcept override { return mutex_; }
+  void invalidate_locked(std::uintptr_t start, std::uintptr_t end) noexcept override;
+  void invalidate_all_locked() noexcept override;
+
+ private:
+  OrphanTracker();
+  std::mutex mutex_;
+  OrphanWatch* head_ = nullptr;
+  MemoryMonitorKind kind_ = MemoryMonitorKind::kNone;
+};
+
+}  // namespace rma::self

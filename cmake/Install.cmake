@@ -34,6 +34,45 @@ install(EXPORT rmaTargets
   DESTINATION ${RMA_INSTALL_CMAKEDIR}
   COMPONENT development)
 
+# What librma links privately (the global property RMA_LIBRARY_DEPS, filled
+# by the provider folders) must be findable by consumers of rma::rma_static,
+# whose exported link interface names it; the shared library hides it.
+# pkg_check_modules() imported targets (PkgConfig::<PREFIX>) are recreated by
+# rmaConfig.cmake and become Requires.private in rma.pc; plain library names
+# become -l flags in Libs.private.
+get_property(_rma_deps GLOBAL PROPERTY RMA_LIBRARY_DEPS)
+set(RMA_CONFIG_PKG_DEPS "")        # "<PREFIX>=<module>[,<module>...]" per dependency
+set(RMA_PC_REQUIRES_PRIVATE "")
+set(RMA_PC_LIBS_PRIVATE "-lpthread -ldl")
+foreach(_dep IN LISTS _rma_deps)
+  if(_dep MATCHES "^PkgConfig::(.+)$")
+    set(_prefix "${CMAKE_MATCH_1}")
+    # The module list pkg_check_modules() was called with (FindPkgConfig
+    # caches it), minus its keywords.
+    set(_modules "${__pkg_config_arguments_${_prefix}}")
+    list(REMOVE_ITEM _modules REQUIRED QUIET NO_CMAKE_PATH NO_CMAKE_ENVIRONMENT_PATH IMPORTED_TARGET GLOBAL)
+    if(NOT _modules)
+      message(FATAL_ERROR "Install.cmake: cannot tell which pkg-config module ${_dep} came from")
+    endif()
+    list(JOIN _modules "," _joined)
+    list(APPEND RMA_CONFIG_PKG_DEPS "${_prefix}=${_joined}")
+    list(JOIN _modules ", " _joined)
+    list(APPEND RMA_PC_REQUIRES_PRIVATE "${_joined}")
+  elseif(TARGET "${_dep}")
+    message(FATAL_ERROR "Install.cmake: don't know how to export the dependency ${_dep}; "
+                        "use pkg_check_modules(... IMPORTED_TARGET) or a plain library name")
+  elseif(_dep MATCHES "^-")
+    string(APPEND RMA_PC_LIBS_PRIVATE " ${_dep}")
+  else()
+    string(APPEND RMA_PC_LIBS_PRIVATE " -l${_dep}")
+  endif()
+endforeach()
+list(JOIN RMA_PC_REQUIRES_PRIVATE ", " RMA_PC_REQUIRES_PRIVATE)
+set(RMA_PC_REQUIRES_PRIVATE_LINE "")
+if(RMA_PC_REQUIRES_PRIVATE)
+  set(RMA_PC_REQUIRES_PRIVATE_LINE "Requires.private: ${RMA_PC_REQUIRES_PRIVATE}")
+endif()
+
 configure_package_config_file(
   ${CMAKE_CURRENT_LIST_DIR}/rmaConfig.cmake.in
   ${PROJECT_BINARY_DIR}/packaging/rmaConfig.cmake
@@ -70,5 +109,6 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/rma.pc.in ${PROJECT_BINARY_DIR}/packagi
 install(FILES ${PROJECT_BINARY_DIR}/packaging/rma.pc
   DESTINATION ${RMA_INSTALL_PKGCONFIGDIR}
   COMPONENT development)
+unset(_rma_deps)
 unset(_rma_pc_dir)
 unset(_rma_pc_up)

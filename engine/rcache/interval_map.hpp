@@ -2,7 +2,7 @@
 // addresses, each carrying a value, with lookups for "the range covering
 // [s, e)" and "every range overlapping or adjacent to [s, e)".
 //
-// Stored as sorted parallel arrays rather than a tree: the registration
+// Stored as sorted arrays rather than a tree: the registration
 // cache's hit path is one branchless binary search over the start array
 // (10,000 ranges are 80 KB, mostly in cache), where a red-black tree costs a
 // cache miss per level. Inserting and erasing move the tail of the arrays,
@@ -44,14 +44,14 @@ class IntervalMap {
     std::size_t i = upper_bound(s);
     if (i == 0) return nullptr;
     --i;
-    return ends_[i] >= e ? &values_[i] : nullptr;
+    return slots_[i].end >= e ? &slots_[i].value : nullptr;
   }
 
   // Calls fn(start, end, value) for every range overlapping or touching
   // [s, e), in address order.
   template <typename Fn>
   void for_each_touching(std::uintptr_t s, std::uintptr_t e, Fn&& fn) const {
-    for (std::size_t i = first_touching(s); i < size_ && starts_[i] <= e; ++i) fn(starts_[i], ends_[i], values_[i]);
+    for (std::size_t i = first_touching(s); i < size_ && starts_[i] <= e; ++i) fn(starts_[i], slots_[i].end, slots_[i].value);
   }
 
   // Removes every range overlapping [s, e) (touching is not enough) and
@@ -59,7 +59,7 @@ class IntervalMap {
   template <typename Fn>
   void erase_overlapping(std::uintptr_t s, std::uintptr_t e, Fn&& fn) {
     std::size_t first = first_touching(s);
-    if (first < size_ && ends_[first] <= s) ++first;  // only adjacent on the left
+    if (first < size_ && slots_[first].end <= s) ++first;  // only adjacent on the left
     std::size_t last = first;
     while (last < size_ && starts_[last] < e) ++last;
     erase_span(first, last, fn);
@@ -80,12 +80,11 @@ class IntervalMap {
   void erase_if(Pred&& pred, Fn&& fn) {
     std::size_t out = 0;
     for (std::size_t i = 0; i < size_; ++i) {
-      if (pred(starts_[i], ends_[i], values_[i])) {
-        fn(starts_[i], ends_[i], values_[i]);
+      if (pred(starts_[i], slots_[i].end, slots_[i].value)) {
+        fn(starts_[i], slots_[i].end, slots_[i].value);
       } else {
         starts_[out] = starts_[i];
-        ends_[out] = ends_[i];
-        values_[out] = values_[i];
+        slots_[out] = slots_[i];
         ++out;
       }
     }
@@ -98,17 +97,15 @@ class IntervalMap {
     std::size_t i = upper_bound(s);
     std::size_t tail = size_ - i;
     std::memmove(starts_ + i + 1, starts_ + i, tail * sizeof(std::uintptr_t));
-    std::memmove(ends_ + i + 1, ends_ + i, tail * sizeof(std::uintptr_t));
-    std::memmove(values_ + i + 1, values_ + i, tail * sizeof(V));
+    std::memmove(slots_ + i + 1, slots_ + i, tail * sizeof(Slot));
     starts_[i] = s;
-    ends_[i] = e;
-    values_[i] = value;
+    slots_[i] = Slot{e, value};
     ++size_;
   }
 
   template <typename Fn>
   void for_each(Fn&& fn) const {
-    for (std::size_t i = 0; i < size_; ++i) fn(starts_[i], ends_[i], values_[i]);
+    for (std::size_t i = 0; i < size_; ++i) fn(starts_[i], slots_[i].end, slots_[i].value);
   }
 
  private:
@@ -127,43 +124,44 @@ class IntervalMap {
 
   std::size_t first_touching(std::uintptr_t s) const noexcept {
     std::size_t i = upper_bound(s);
-    return i > 0 && ends_[i - 1] >= s ? i - 1 : i;
+    return i > 0 && slots_[i - 1].end >= s ? i - 1 : i;
   }
 
   template <typename Fn>
   void erase_span(std::size_t first, std::size_t last, Fn& fn) {
     if (first >= last) return;
-    for (std::size_t i = first; i < last; ++i) fn(starts_[i], ends_[i], values_[i]);
+    for (std::size_t i = first; i < last; ++i) fn(starts_[i], slots_[i].end, slots_[i].value);
     std::size_t tail = size_ - last;
     std::memmove(starts_ + first, starts_ + last, tail * sizeof(std::uintptr_t));
-    std::memmove(ends_ + first, ends_ + last, tail * sizeof(std::uintptr_t));
-    std::memmove(values_ + first, values_ + last, tail * sizeof(V));
+    std::memmove(slots_ + first, slots_ + last, tail * sizeof(Slot));
     size_ -= last - first;
   }
 
   void grow(std::size_t capacity) {
     auto starts = std::make_unique<std::uintptr_t[]>(capacity);
-    auto ends = std::make_unique<std::uintptr_t[]>(capacity);
-    auto values = std::make_unique<V[]>(capacity);
+    auto slots = std::make_unique<Slot[]>(capacity);
     if (size_ != 0) {
       std::memcpy(starts.get(), starts_, size_ * sizeof(std::uintptr_t));
-      std::memcpy(ends.get(), ends_, size_ * sizeof(std::uintptr_t));
-      std::memcpy(values.get(), values_, size_ * sizeof(V));
+      std::memcpy(slots.get(), slots_, size_ * sizeof(Slot));
     }
     starts_ = starts.get();
-    ends_ = ends.get();
-    values_ = values.get();
+    slots_ = slots.get();
     capacity_ = capacity;
-    retired_.push_back({std::move(starts), std::move(ends), std::move(values)});
+    retired_.push_back({std::move(starts), std::move(slots)});
   }
 
+  // The search touches only starts_; the covering check then needs end and
+  // value together, so they share a slot (one cache line, not two).
+  struct Slot {
+    std::uintptr_t end;
+    V value;
+  };
   struct Arrays {
-    std::unique_ptr<std::uintptr_t[]> starts, ends;
-    std::unique_ptr<V[]> values;
+    std::unique_ptr<std::uintptr_t[]> starts;
+    std::unique_ptr<Slot[]> slots;
   };
   std::uintptr_t* starts_ = nullptr;
-  std::uintptr_t* ends_ = nullptr;
-  V* values_ = nullptr;
+  Slot* slots_ = nullptr;
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;
   std::vector<Arrays> retired_;  // every generation of arrays, the live one last

@@ -12,6 +12,7 @@ RMA_DEBIAN_PACKAGES=(
   libbenchmark-dev                  # bench/
   libibverbs-dev librdmacm-dev ibverbs-providers  # verbs provider
   dpdk-dev libdpdk-dev              # software RoCE v2 NIC (dpdk/)
+  libisal-dev                       # ISA-L: ICRC (CRC32) for the RoCE v2 wire format (dpdk/wire/)
 )
 
 # Runs apt-get as root, through sudo when we are not root.

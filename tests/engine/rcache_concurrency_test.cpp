@@ -70,11 +70,13 @@ TEST_P(RcacheConcurrency, MixedOperationsStayConsistent) {
     char* base = static_cast<char*>(reserved);
     std::uint64_t newest = 0;
     for (int i = 0; i < kIterations; ++i) {
-      void* m = mmap(base, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-      if (m != base) {
+      bool relocated = false;
+      void* m = testing_support::map_again(base, 2 * kPage, &relocated);
+      if (m == nullptr) {
         failures.fetch_add(1);
         return;
       }
+      base = static_cast<char*>(m);
       auto h = cache.acquire(base + 10, kPage, Access::kLocalWrite | Access::kRemoteWrite);
       if (!h.ok() || h->generation() <= newest) failures.fetch_add(1);
       if (h.ok()) newest = std::max(newest, h->generation());
@@ -103,7 +105,7 @@ TEST_P(RcacheConcurrency, MixedOperationsStayConsistent) {
 
 INSTANTIATE_TEST_SUITE_P(Monitors, RcacheConcurrency,
                          ::testing::Values(MemoryMonitorKind::kUserfaultfd, MemoryMonitorKind::kHooks),
-                         [](const auto& info) { return std::string(memory_monitor_name(info.param)); });
+                         testing_support::monitor_param_name);
 
 }  // namespace
 }  // namespace rma

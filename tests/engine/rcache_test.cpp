@@ -272,11 +272,6 @@ TEST_P(RegistrationCacheTest, HandlesMove) {
 // The monitors: memory that goes away is never served again.
 class MonitoredCacheTest : public RegistrationCacheTest {};
 
-void* map_at(void* where, std::size_t len) {
-  void* p = mmap(where, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
 TEST_P(MonitoredCacheTest, MunmapInvalidates) {
   auto cache = make_cache();
   ASSERT_TRUE(cache);
@@ -292,7 +287,9 @@ TEST_P(MonitoredCacheTest, MunmapInvalidates) {
   p.forget();
   EXPECT_EQ(cache->stats().regions, 0u);
   EXPECT_EQ(cache->stats().invalidations, 1u);
-  ASSERT_EQ(map_at(base, 4 * kPage), base);
+  bool relocated = false;
+  base = static_cast<char*>(testing_support::map_again(base, 4 * kPage, &relocated));
+  ASSERT_NE(base, nullptr);
   auto h = cache->acquire(base, 4 * kPage, Access::kLocalWrite);
   ASSERT_TRUE(h.ok());
   EXPECT_NE(h->generation(), gen);
@@ -350,10 +347,10 @@ TEST_P(MonitoredCacheTest, MapFixedOverARegionInvalidates) {
 INSTANTIATE_TEST_SUITE_P(Monitors, RegistrationCacheTest,
                          ::testing::Values(MemoryMonitorKind::kUserfaultfd, MemoryMonitorKind::kHooks,
                                            MemoryMonitorKind::kNone),
-                         [](const auto& info) { return std::string(memory_monitor_name(info.param)); });
+                         testing_support::monitor_param_name);
 INSTANTIATE_TEST_SUITE_P(Monitors, MonitoredCacheTest,
                          ::testing::Values(MemoryMonitorKind::kUserfaultfd, MemoryMonitorKind::kHooks),
-                         [](const auto& info) { return std::string(memory_monitor_name(info.param)); });
+                         testing_support::monitor_param_name);
 
 // File-backed memory cannot be watched by userfaultfd: it is registered for
 // each use and never cached, so it can never be served stale.

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
 #include <memory>
+#include <string>
 
 #include "rma/provider.hpp"
 #include "rma/registration_cache.hpp"
@@ -66,4 +69,24 @@ struct SelfLoopback {
 namespace rma {
 // Readable names for value-parameterised tests ("userfaultfd", not "<01>").
 inline void PrintTo(MemoryMonitorKind k, std::ostream* os) { *os << memory_monitor_name(k); }
+
+namespace testing_support {
+inline std::string monitor_param_name(const ::testing::TestParamInfo<MemoryMonitorKind>& p) {
+  return std::string(memory_monitor_name(p.param));
+}
+
+// Maps `len` bytes of fresh anonymous memory at `want` if that address is
+// free. Under sanitizers the runtime's own allocations sometimes take a hole
+// the moment it appears; then the memory is mapped elsewhere and *relocated
+// is set, so tests can count how often "the same address" really was.
+inline void* map_again(void* want, std::size_t len, bool* relocated) {
+  void* p = mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  *relocated = false;
+  if (p == want) return p;
+  if (p != MAP_FAILED) munmap(p, len);  // kernels without NOREPLACE treat it as a hint
+  *relocated = true;
+  p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+}  // namespace testing_support
 }  // namespace rma

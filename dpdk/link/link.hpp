@@ -1,0 +1,60 @@
+// The Link: how the RoCE v2 protocol engine moves Ethernet frames. The wire
+// format and the RC protocol never see DPDK; DPDK ports (dpdk/port), the
+// fault-injecting in-memory link (dpdk/link/fault_link.hpp) and test links
+// all implement this.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace rma::roce {
+
+using MacAddress = std::array<std::uint8_t, 6>;
+
+// One frame to send, Ethernet header first, without FCS, as up to three
+// pieces so the payload can come straight from registered memory: the
+// headers (Ethernet..transport), the payload, and the tail (pad + ICRC).
+struct TxFrame {
+  std::span<const std::uint8_t> head;
+  std::span<const std::uint8_t> payload;
+  std::span<const std::uint8_t> tail;
+  std::size_t size() const noexcept { return head.size() + payload.size() + tail.size(); }
+};
+
+// Receives frames during Link::poll. The bytes are valid only during the
+// call; the receiver copies what it keeps.
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  virtual void on_frame(std::span<const std::uint8_t> frame) noexcept = 0;
+};
+
+struct LinkInfo {
+  std::string name;            // "memif:rma-test", "ring0", "fault:A"
+  MacAddress mac{};
+  std::uint32_t ipv4 = 0;      // host byte order; 0 = none configured
+  std::uint32_t max_frame = 0; // largest frame it carries, Ethernet header included
+};
+
+struct LinkCounters {
+  std::uint64_t tx_frames = 0, tx_bytes = 0, tx_dropped = 0;  // dropped: no room on the link
+  std::uint64_t rx_frames = 0, rx_bytes = 0;
+};
+
+class Link {
+ public:
+  virtual ~Link() = default;
+  // Sends frames in order; returns how many were taken (the rest found no
+  // room and should be offered again later). Data path: noexcept, no
+  // allocation; copies the frames or keeps them alive until sent.
+  virtual std::size_t transmit(std::span<const TxFrame> frames) noexcept = 0;
+  // Delivers up to `max` received frames to `sink`; returns how many.
+  virtual std::size_t poll(FrameSink& sink, std::size_t max) noexcept = 0;
+  virtual const LinkInfo& info() const noexcept = 0;
+  virtual LinkCounters counters() const noexcept = 0;
+};
+
+}  // namespace rma::roce

@@ -1,0 +1,61 @@
+// Port specs: the text that names a DPDK port (RMA_SOFTROCE_PORT, open_port).
+// Private to dpdk/port and its tests; DPDK-free so it can be tested without
+// an EAL.
+//
+// Grammar (options are comma separated, after the name):
+//   memif:server:<socket>[,opts]   memif:client:<socket>[,opts]
+//       abstract unix socket <socket> (no file is created); the server listens.
+//       opts: rsize=<log2 ring slots, 1..14> bsize=<buffer bytes, 128..65535>
+//             wait=<ms to wait for link up in open_port; 0 = do not wait>
+//   ring:<name>        in-process pair: the 2nd open of <name> is wired to the 1st
+//   af_packet:<ifname>[,framesz=N][,blocksz=N][,framecnt=N]  (root/CAP_NET_RAW)
+//   tap:<ifname>       creates a tap interface (root/CAP_NET_ADMIN); max frame 1518
+//   pci:<bdf>          a NIC bound to a DPDK driver, e.g. pci:0000:3b:00.0
+// Options valid for every kind:
+//   ip=a.b.c.d         IPv4 address reported in LinkInfo (default: none)
+//   mac=xx:xx:xx:xx:xx:xx   MAC address (default: the PMD's)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "link/link.hpp"
+#include "rma/status.hpp"
+
+namespace rma::roce::port {
+
+enum class PortKind { kMemif, kRing, kAfPacket, kTap, kPci };
+
+const char* port_kind_name(PortKind kind) noexcept;
+
+struct PortSpec {
+  PortKind kind = PortKind::kRing;
+  std::string name;          // socket name, ring name, interface name or BDF
+  bool memif_server = false;
+  std::optional<MacAddress> mac;
+  std::uint32_t ipv4 = 0;    // host byte order; 0 = none
+  // memif
+  std::uint32_t memif_rsize = 10;     // log2 of ring slots
+  std::uint32_t memif_bsize = 2048;   // bytes per descriptor buffer
+  std::uint32_t link_wait_ms = 10000; // open_port waits this long for link up
+  // af_packet
+  std::uint32_t framesz = 8192;
+  std::uint32_t blocksz = 16384;
+  std::uint32_t framecnt = 1024;
+
+  // "memif:server:rma-softroce": kind and name, no options.
+  std::string canonical() const;
+};
+
+// The list of valid forms, for error messages.
+std::string_view spec_grammar() noexcept;
+
+Result<PortSpec> parse_port_spec(std::string_view spec);
+
+Result<std::uint32_t> parse_ipv4(std::string_view text);  // host byte order
+Result<MacAddress> parse_mac(std::string_view text);
+
+}  // namespace rma::roce::port

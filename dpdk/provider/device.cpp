@@ -1,0 +1,457 @@
+// Device, protection domain, memory regions, completion queues and queue
+// pairs of the softroce provider, on top of the RC protocol engine.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include "provider/softroce_device.hpp"
+#include "rc/engine.hpp"
+#include "rc/qp.hpp"
+#include "wire/wire.hpp"
+
+namespace rma::softroce {
+
+namespace {
+
+std::string dec(std::uint64_t v) { return std::to_string(v); }
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+std::string ip_text(std::uint32_t ip) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+  return b;
+}
+
+// Ethernet + IPv4 + UDP + BTH + RETH + ImmDt + ICRC: the most a packet with
+// a full MTU of payload carries besides the payload.
+constexpr std::uint32_t kMaxOverhead = 14 + 20 + 8 + 12 + 16 + 4 + 4;
+
+class DeviceImpl;
+class PdImpl;
+
+// ---------------------------------------------------------------- device
+class DeviceImpl final : public SoftRoceDevice, public std::enable_shared_from_this<DeviceImpl> {
+ public:
+  DeviceImpl(DeviceInfo info, std::unique_ptr<roce::rc::Engine> engine)
+      : info_(std::move(info)), engine_(std::move(engine)) {}
+  const DeviceInfo& info() const noexcept override { return info_; }
+  Result<std::shared_ptr<ProtectionDomain>> alloc_pd() override;
+  Result<std::shared_ptr<CompletionQueue>> create_cq(std::uint32_t depth) override;
+
+  roce::rc::DeviceCounters counters() const override {
+    std::lock_guard lock(engine_->mutex());
+    return engine_->counters();
+  }
+  Result<roce::rc::RcCounters> qp_counters(std::uint32_t qpn) const override {
+    std::lock_guard lock(engine_->mutex());
+    const roce::rc::RcQp* qp = engine_->find_qp(qpn);
+    if (qp == nullptr) return not_found("softroce: no QP " + dec(qpn) + " on " + info_.name);
+    return qp->counters();
+  }
+  roce::LinkCounters link_counters() const override { return engine_->link_counters(); }
+  void progress() override {
+    std::lock_guard lock(engine_->mutex());
+    engine_->progress();
+  }
+  roce::rc::Engine& engine() noexcept { return *engine_; }
+
+ private:
+  DeviceInfo info_;
+  std::unique_ptr<roce::rc::Engine> engine_;
+};
+
+// ---------------------------------------------------------------- CQ
+class CqImpl final : public CompletionQueue {
+ public:
+  explicit CqImpl(std::shared_ptr<DeviceImpl> dev) : dev_(std::move(dev)) {}
+  Status init(std::uint32_t depth) { return ring_.init(depth); }
+  int poll(std::span<Completion> out) noexcept override {
+    roce::rc::Engine& e = dev_->engine();
+    std::lock_guard lock(e.mutex());
+    if (ring_.overrun()) return -1;
+    e.progress();
+    if (ring_.overrun()) return -1;
+    int n = 0;
+    roce::rc::CqEntry entry;
+    while (static_cast<std::size_t>(n) < out.size() && ring_.pop(&entry, 1) == 1) {
+      out[static_cast<std::size_t>(n++)] = entry.wc;
+      if (roce::rc::RcQp* qp = e.find_qp(entry.wc.qp_num)) qp->retire(entry.send_queue, entry.seq);
+    }
+    return n;
+  }
+  std::uint32_t depth() const noexcept override { return ring_.depth(); }
+  const char* overrun_reason() const noexcept override {
+    std::lock_guard lock(dev_->engine().mutex());
+    return ring_.overrun() ? ring_.reason() : "";
+  }
+  roce::rc::CqRing& ring() noexcept { return ring_; }
+  DeviceImpl* device() const noexcept { return dev_.get(); }
+
+ private:
+  std::shared_ptr<DeviceImpl> dev_;
+  roce::rc::CqRing ring_;
+};
+
+// ---------------------------------------------------------------- PD
+class PdImpl final : public ProtectionDomain, public std::enable_shared_from_this<PdImpl> {
+ public:
+  explicit PdImpl(std::shared_ptr<DeviceImpl> dev) : dev_(std::move(dev)) {}
+  Device& device() noexcept override { return *dev_; }
+  DeviceImpl& dev() noexcept { return *dev_; }
+  Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::size_t length,
+                                                        Access access) override;
+  Result<std::unique_ptr<QueuePair>> create_qp(const QpConfig& config) override;
+
+ private:
+  std::shared_ptr<DeviceImpl> dev_;
+};
+
+// ---------------------------------------------------------------- MR
+class MrImpl final : public MemoryRegion {
+ public:
+  MrImpl(std::shared_ptr<PdImpl> pd, std::uint64_t a, std::uint64_t len, std::uint32_t lkey,
+         std::uint32_t rkey, Access access) noexcept
+      : MemoryRegion(a, len, lkey, rkey, access), pd_(std::move(pd)) {}
+  ~MrImpl() override {
+    // Under the device lock: no packet is between checking a key and
+    // copying through it when the region goes away.
+    roce::rc::Engine& e = pd_->dev().engine();
+    std::lock_guard lock(e.mutex());
+    e.keys().erase(lkey());
+  }
+
+ private:
+  std::shared_ptr<PdImpl> pd_;
+};
+
+bool has_unmapped_page(std::uint64_t addr, std::uint64_t length) noexcept {
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t start = addr & ~(page - 1);
+  const std::uint64_t span = ((addr + length - start) + page - 1) & ~(page - 1);
+  return ::msync(reinterpret_cast<void*>(start), span, MS_ASYNC) != 0 && errno == ENOMEM;
+}
+
+Result<std::unique_ptr<MemoryRegion>> PdImpl::register_memory(void* addr, std::size_t length,
+                                                              Access access) {
+  const auto a = reinterpret_cast<std::uint64_t>(addr);
+  const DeviceCaps& caps = dev_->caps();
+  if (a == 0) return invalid_argument("register_memory: address is null");
+  if (length == 0) return invalid_argument("register_memory: length is 0 at address " + hex(a));
+  if (a + length < a) {
+    return invalid_argument("register_memory: range " + hex(a) + " + " + dec(length) +
+                            " wraps around the address space");
+  }
+  if (length > caps.max_mr_size) {
+    return invalid_argument("register_memory: length " + dec(length) + " exceeds max_mr_size " +
+                            dec(caps.max_mr_size));
+  }
+  const auto bits = static_cast<std::uint32_t>(access);
+  if ((bits & ~static_cast<std::uint32_t>(kAllAccess)) != 0) {
+    return invalid_argument("register_memory: unknown access bits " + hex(bits));
+  }
+  if ((has_access(access, Access::kRemoteWrite) || has_access(access, Access::kRemoteAtomic)) &&
+      !has_access(access, Access::kLocalWrite)) {
+    return invalid_argument("register_memory: access " + access_to_string(access) +
+                            " needs LOCAL_WRITE too (REMOTE_WRITE and REMOTE_ATOMIC require it)");
+  }
+  if (has_unmapped_page(a, length)) {
+    return invalid_argument("register_memory: range " + hex(a) + " + " + dec(length) +
+                            " is not (entirely) mapped memory");
+  }
+  roce::rc::Engine& e = dev_->engine();
+  roce::rc::KeyTable::Keys keys;
+  {
+    std::lock_guard lock(e.mutex());
+    RMA_ASSIGN_OR_RETURN(keys, e.keys().insert(roce::rc::MrEntry{a, length, access, this}, caps.max_mr));
+  }
+  return std::unique_ptr<MemoryRegion>(new MrImpl(shared_from_this(), a, length, keys.lkey, keys.rkey, access));
+}
+
+// ---------------------------------------------------------------- QP
+class QpImpl final : public QueuePair {
+ public:
+  QpImpl(std::shared_ptr<PdImpl> pd, std::shared_ptr<CqImpl> scq, std::shared_ptr<CqImpl> rcq)
+      : pd_(std::move(pd)), scq_(std::move(scq)), rcq_(std::move(rcq)) {}
+  ~QpImpl() override {
+    std::lock_guard lock(engine().mutex());
+    qp_.reset();
+  }
+  Status init(const roce::rc::QpParams& p) {
+    std::lock_guard lock(engine().mutex());
+    qp_ = std::make_unique<roce::rc::RcQp>(engine(), p);
+    Status st = qp_->init();
+    if (!st.ok()) qp_.reset();
+    return st;
+  }
+  std::uint32_t qp_num() const noexcept override { return qp_->qpn(); }
+  QpState state() const noexcept override { return qp_->state(); }
+
+  Result<EndpointAddress> local_address() const override {
+    const roce::LinkInfo& li = engine().link_info();
+    EndpointFields f;
+    f.mac = li.mac;
+    f.ipv4 = li.ipv4;
+    f.qpn = qp_->qpn();
+    f.psn = qp_->local_psn();
+    f.mtu = qp_->path_mtu();
+    return encode_endpoint(f);
+  }
+
+  Status connect(const EndpointAddress& remote) override {
+    RMA_ASSIGN_OR_RETURN(EndpointFields f, decode_endpoint(remote));
+    roce::rc::PeerParams peer;
+    peer.mac = f.mac;
+    peer.ipv4 = f.ipv4;
+    peer.qpn = f.qpn;
+    peer.psn = f.psn;
+    peer.mtu = f.mtu;
+    std::lock_guard lock(engine().mutex());
+    return qp_->connect(peer);
+  }
+
+  Status set_error() override {
+    std::lock_guard lock(engine().mutex());
+    qp_->set_error();
+    return {};
+  }
+
+  PostResult post(std::span<const WorkRequest> wrs) noexcept override {
+    std::lock_guard lock(engine().mutex());
+    PostResult r = qp_->post(wrs);
+    engine().progress();
+    return r;
+  }
+  PostResult post_recv(std::span<const RecvRequest> wrs) noexcept override {
+    std::lock_guard lock(engine().mutex());
+    PostResult r = qp_->post_recv(wrs);
+    engine().progress();
+    return r;
+  }
+
+ private:
+  roce::rc::Engine& engine() const noexcept { return pd_->dev().engine(); }
+  std::shared_ptr<PdImpl> pd_;
+  std::shared_ptr<CqImpl> scq_, rcq_;  // children keep parents alive
+  std::unique_ptr<roce::rc::RcQp> qp_;
+};
+
+Status validate_config(const QpConfig& c, const DeviceCaps& caps) {
+  auto range = [](const char* what, std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
+    return v < lo || v > hi ? invalid_argument(std::string("create_qp: ") + what + " " + dec(v) +
+                                               " is outside " + dec(lo) + ".." + dec(hi))
+                            : Status();
+  };
+  if (!c.send_cq) return invalid_argument("create_qp: send_cq is null");
+  if (!c.recv_cq) return invalid_argument("create_qp: recv_cq is null");
+  RMA_RETURN_IF_ERROR(range("max_send_wr", c.max_send_wr, 1, caps.max_qp_wr));
+  RMA_RETURN_IF_ERROR(range("max_recv_wr", c.max_recv_wr, 1, caps.max_qp_wr));
+  RMA_RETURN_IF_ERROR(range("max_send_sge", c.max_send_sge, 0, caps.max_sge));
+  RMA_RETURN_IF_ERROR(range("max_recv_sge", c.max_recv_sge, 0, caps.max_recv_sge));
+  RMA_RETURN_IF_ERROR(range("max_inline_data", c.max_inline_data, 0, caps.max_inline_data));
+  RMA_RETURN_IF_ERROR(range("max_rd_atomic", c.max_rd_atomic, 0, caps.max_qp_rd_atom));
+  RMA_RETURN_IF_ERROR(range("timeout", c.timeout, 0, 31));
+  RMA_RETURN_IF_ERROR(range("retry_cnt", c.retry_cnt, 0, 7));
+  RMA_RETURN_IF_ERROR(range("rnr_retry", c.rnr_retry, 0, 7));
+  RMA_RETURN_IF_ERROR(range("min_rnr_timer", c.min_rnr_timer, 0, 31));
+  const std::uint32_t mtu = c.path_mtu;
+  if (mtu != 0 && (mtu < 256 || mtu > caps.path_mtu || (mtu & (mtu - 1)) != 0)) {
+    return invalid_argument("create_qp: path_mtu " + dec(mtu) +
+                            " must be 0 or a power of two in 256.." + dec(caps.path_mtu));
+  }
+  return {};
+}
+
+Result<std::unique_ptr<QueuePair>> PdImpl::create_qp(const QpConfig& config) {
+  RMA_RETURN_IF_ERROR(validate_config(config, dev_->caps()));
+  auto scq = std::dynamic_pointer_cast<CqImpl>(config.send_cq);
+  auto rcq = std::dynamic_pointer_cast<CqImpl>(config.recv_cq);
+  if (!scq) return invalid_argument("create_qp: send_cq was not created by the softroce provider");
+  if (!rcq) return invalid_argument("create_qp: recv_cq was not created by the softroce provider");
+  if (scq->device() != dev_.get() || rcq->device() != dev_.get()) {
+    return invalid_argument("create_qp: the completion queues belong to another device");
+  }
+  roce::rc::QpParams p;
+  p.pd = this;
+  p.max_send_wr = config.max_send_wr;
+  p.max_recv_wr = config.max_recv_wr;
+  p.max_send_sge = config.max_send_sge;
+  p.max_recv_sge = config.max_recv_sge;
+  p.max_inline = config.max_inline_data;
+  p.max_rd_atomic = config.max_rd_atomic;
+  p.timeout = config.timeout;
+  p.retry_cnt = config.retry_cnt;
+  p.rnr_retry = config.rnr_retry;
+  p.min_rnr_timer = config.min_rnr_timer;
+  p.path_mtu = config.path_mtu != 0 ? config.path_mtu : dev_->caps().path_mtu;
+  p.max_msg_size = dev_->caps().max_msg_size;
+  p.send_cq = &scq->ring();
+  p.recv_cq = &rcq->ring();
+  auto qp = std::make_unique<QpImpl>(shared_from_this(), std::move(scq), std::move(rcq));
+  RMA_RETURN_IF_ERROR(qp->init(p));
+  return std::unique_ptr<QueuePair>(std::move(qp));
+}
+
+Result<std::shared_ptr<ProtectionDomain>> DeviceImpl::alloc_pd() {
+  return std::shared_ptr<ProtectionDomain>(std::make_shared<PdImpl>(shared_from_this()));
+}
+
+Result<std::shared_ptr<CompletionQueue>> DeviceImpl::create_cq(std::uint32_t depth) {
+  if (depth == 0 || depth > info_.caps.max_cqe) {
+    return invalid_argument("create_cq: depth " + dec(depth) + " is outside 1.." + dec(info_.caps.max_cqe));
+  }
+  auto cq = std::make_shared<CqImpl>(shared_from_this());
+  RMA_RETURN_IF_ERROR(cq->init(depth));
+  return std::shared_ptr<CompletionQueue>(std::move(cq));
+}
+
+// ---------------------------------------------------------------- endpoint address
+constexpr char kTag[8] = {'s', 'o', 'f', 't', 'r', 'o', 'c', 'e'};
+constexpr std::uint8_t kVersion = 1;
+constexpr std::uint32_t kAddrSize = 8 + 1 + 6 + 4 + 4 + 4 + 4;
+
+void put_be(std::uint8_t* p, std::uint32_t v) noexcept {
+  p[0] = static_cast<std::uint8_t>(v >> 24);
+  p[1] = static_cast<std::uint8_t>(v >> 16);
+  p[2] = static_cast<std::uint8_t>(v >> 8);
+  p[3] = static_cast<std::uint8_t>(v);
+}
+std::uint32_t get_be(const std::uint8_t* p) noexcept {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+}  // namespace
+
+EndpointAddress encode_endpoint(const EndpointFields& f) {
+  EndpointAddress a;
+  std::uint8_t* p = a.bytes.data();
+  std::memcpy(p, kTag, 8);
+  p[8] = kVersion;
+  std::memcpy(p + 9, f.mac.data(), 6);
+  put_be(p + 15, f.ipv4);
+  put_be(p + 19, f.qpn);
+  put_be(p + 23, f.psn);
+  put_be(p + 27, f.mtu);
+  a.size = kAddrSize;
+  return a;
+}
+
+Result<EndpointFields> decode_endpoint(const EndpointAddress& a) {
+  if (a.size > EndpointAddress::kMaxSize) {
+    return invalid_argument("endpoint address size " + dec(a.size) + " exceeds " + dec(EndpointAddress::kMaxSize));
+  }
+  if (a.size < 8 || std::memcmp(a.bytes.data(), kTag, 8) != 0) {
+    std::string prefix;
+    for (std::uint32_t i = 0; i < a.size && i < 8; ++i) {
+      const char c = static_cast<char>(a.bytes[i]);
+      prefix += (c >= 32 && c < 127) ? c : '.';
+    }
+    return invalid_argument("endpoint address (" + dec(a.size) + " bytes, starting \"" + prefix +
+                            "\") was not made by the softroce provider; it must start with \"softroce\"");
+  }
+  if (a.size != kAddrSize) {
+    return invalid_argument("softroce endpoint address has " + dec(a.size) + " bytes, expected " +
+                            dec(kAddrSize) + " (truncated or corrupt)");
+  }
+  const std::uint8_t* p = a.bytes.data();
+  if (p[8] != kVersion) {
+    return invalid_argument("softroce endpoint address has version " + dec(p[8]) + ", expected " + dec(kVersion));
+  }
+  EndpointFields f;
+  std::memcpy(f.mac.data(), p + 9, 6);
+  f.ipv4 = get_be(p + 15);
+  f.qpn = get_be(p + 19);
+  f.psn = get_be(p + 23);
+  f.mtu = get_be(p + 27);
+  if (f.qpn == 0 || f.qpn > roce::kPsnMask) {
+    return invalid_argument("softroce endpoint address: QPN " + dec(f.qpn) + " is outside 1..16777215");
+  }
+  if (f.psn > roce::kPsnMask) {
+    return invalid_argument("softroce endpoint address: PSN " + dec(f.psn) + " does not fit 24 bits");
+  }
+  if (f.mtu < 256 || f.mtu > 4096 || (f.mtu & (f.mtu - 1)) != 0) {
+    return invalid_argument("softroce endpoint address: MTU " + dec(f.mtu) +
+                            " is not one of 256, 512, 1024, 2048, 4096");
+  }
+  if (f.ipv4 == 0) {
+    return invalid_argument("softroce endpoint address: the peer has no IPv4 address "
+                            "(configure one on its port, e.g. ip=10.0.0.2)");
+  }
+  if ((f.mac[0] & 1u) != 0) {
+    return invalid_argument("softroce endpoint address: MAC is a multicast address");
+  }
+  return f;
+}
+
+std::uint32_t largest_path_mtu(std::uint32_t max_frame) noexcept {
+  for (std::uint32_t mtu = 4096; mtu >= 256; mtu /= 2) {
+    if (max_frame >= mtu + kMaxOverhead) return mtu;
+  }
+  return 0;
+}
+
+Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link> link, DeviceOptions options) {
+  if (!link) return invalid_argument("open_softroce_device: link is null");
+  const roce::LinkInfo li = link->info();
+  const std::uint32_t fit = largest_path_mtu(li.max_frame);
+  if (fit == 0) {
+    return invalid_argument("open_softroce_device: link " + li.name + " carries frames of at most " +
+                            dec(li.max_frame) + " bytes; RoCE v2 needs " + dec(256 + kMaxOverhead) +
+                            " for the smallest path MTU (256)");
+  }
+  std::uint32_t mtu = options.path_mtu;
+  if (mtu == 0) {
+    mtu = fit;
+  } else if (mtu < 256 || mtu > 4096 || (mtu & (mtu - 1)) != 0) {
+    return invalid_argument("open_softroce_device: path MTU " + dec(mtu) +
+                            " is not one of 256, 512, 1024, 2048, 4096");
+  } else if (mtu > fit) {
+    return invalid_argument("open_softroce_device: path MTU " + dec(mtu) + " does not fit link " + li.name +
+                            " (max frame " + dec(li.max_frame) + " bytes allows at most " + dec(fit) + ")");
+  }
+  if (li.ipv4 == 0) {
+    return invalid_argument("open_softroce_device: link " + li.name +
+                            " has no IPv4 address; RoCE v2 needs one (add ip=a.b.c.d to the port spec)");
+  }
+  roce::rc::EngineOptions eo;
+  eo.path_mtu = mtu;
+  eo.max_unacked_psns = options.max_unacked_psns;
+  eo.ack_req_every = options.ack_req_every;
+  eo.tx_ring = options.tx_ring;
+  eo.initial_psn = options.initial_psn;
+  eo.pcap_path = options.pcap_path;
+  RMA_ASSIGN_OR_RETURN(auto engine, roce::rc::Engine::create(std::move(link), eo));
+
+  DeviceInfo d;
+  d.name = options.name.empty() ? "softroce0" : options.name;
+  d.provider = "softroce";
+  d.transport = "RoCE v2";
+  d.link_layer = "Ethernet";
+  d.gid = roce::ipv4_gid(li.ipv4);
+  d.mac = li.mac;
+  DeviceCaps& c = d.caps;
+  c.max_sge = 32;
+  c.max_recv_sge = 32;
+  c.max_inline_data = 256;
+  c.max_qp_rd_atom = roce::rc::RcQp::kResources;
+  c.max_qp_wr = 4096;
+  c.max_cqe = 65536;
+  c.max_qp = eo.max_qp;
+  c.max_mr = 1u << 20;
+  c.max_mr_size = std::uint64_t{1} << 46;
+  c.max_msg_size = 1u << 31;
+  c.atomics = true;
+  c.path_mtu = mtu;
+  (void)ip_text;
+  return std::shared_ptr<Device>(std::make_shared<DeviceImpl>(std::move(d), std::move(engine)));
+}
+
+}  // namespace rma::softroce

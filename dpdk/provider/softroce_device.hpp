@@ -1,0 +1,74 @@
+// The softroce device: the provider contract (rma/provider.hpp) implemented
+// by the RC protocol engine (dpdk/rc) over one Link. Opened by the softroce
+// provider on a DPDK port, or directly on any Link (tests run the whole
+// provider over the fault-injecting in-memory link).
+//
+// Threading: one mutex per device serialises everything (post, post_recv,
+// poll, progress, registration, QP and CQ life cycle). post()/post_recv()
+// and CompletionQueue::poll() drive progress (receive, timers, transmit);
+// no threads are started. Any thread may call any object.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "link/link.hpp"
+#include "rc/types.hpp"
+#include "rma/provider.hpp"
+#include "rma/status.hpp"
+
+namespace rma::softroce {
+
+struct DeviceOptions {
+  std::string name = "softroce0";
+  std::uint32_t path_mtu = 0;            // 0: the largest IB MTU (<= 4096) the link carries
+  std::uint32_t max_unacked_psns = 128;  // requester window
+  std::uint32_t ack_req_every = 64;      // AckReq at least every this many packets
+  std::uint32_t tx_ring = 256;           // transmit slots
+  std::optional<std::uint32_t> initial_psn;  // tests: every QP expects this first PSN
+  std::string pcap_path;                 // capture file (RMA_SOFTROCE_PCAP); empty = none
+};
+
+// Extra surface of a softroce device beyond rma::Device.
+class SoftRoceDevice : public Device {
+ public:
+  // Device-wide protocol counters (every QP, live and destroyed, plus
+  // receive-path drops: parse errors by kind, ICRC, unknown QPN...).
+  virtual roce::rc::DeviceCounters counters() const = 0;
+  // One live QP's counters; kNotFound when there is no such QP.
+  virtual Result<roce::rc::RcCounters> qp_counters(std::uint32_t qpn) const = 0;
+  virtual roce::LinkCounters link_counters() const = 0;
+  // Runs receive, timers and transmit once (poll() and post() do too).
+  virtual void progress() = 0;
+};
+
+// Opens a device on `link`. The link's max_frame bounds the path MTU.
+Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link> link,
+                                                     DeviceOptions options = {});
+
+// The largest IB path MTU (256..4096) whose packets fit frames of `max_frame`
+// bytes (Ethernet header included); 0 when not even 256 fits.
+std::uint32_t largest_path_mtu(std::uint32_t max_frame) noexcept;
+
+// The softroce endpoint address: "softroce" | version | MAC | IPv4 | QPN |
+// PSN (the first PSN this QP expects to receive) | MTU.
+struct EndpointFields {
+  roce::MacAddress mac{};
+  std::uint32_t ipv4 = 0;
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;
+  std::uint32_t mtu = 0;
+};
+EndpointAddress encode_endpoint(const EndpointFields& f);
+Result<EndpointFields> decode_endpoint(const EndpointAddress& a);
+
+}  // namespace rma::softroce
+
+namespace rma {
+class ProviderRegistry;
+namespace providers {
+Status register_softroce(ProviderRegistry& registry);
+}  // namespace providers
+}  // namespace rma

@@ -1,0 +1,187 @@
+#include "rc/engine.hpp"
+
+#include <algorithm>
+#include <new>
+#include <random>
+#include <string>
+
+#include "rc/qp.hpp"
+
+namespace rma::roce::rc {
+
+namespace {
+constexpr std::uint32_t kQpnBase = 0x11;  // QPN 0 and 1 are special in IB; rxe starts at 17
+constexpr std::uint32_t kBurst = 32;
+}  // namespace
+
+Engine::Engine(std::unique_ptr<Link> link, const EngineOptions& options)
+    : link_(std::move(link)), options_(options) {}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const EngineOptions& options) {
+  if (!link) return invalid_argument("softroce: no link");
+  const std::uint32_t mtu = options.path_mtu;
+  if (mtu < 256 || mtu > 4096 || (mtu & (mtu - 1)) != 0) {
+    return invalid_argument("softroce: path MTU " + std::to_string(mtu) +
+                            " must be one of 256, 512, 1024, 2048, 4096");
+  }
+  if (options.tx_ring == 0 || options.max_qp == 0 || options.max_qp > (1u << 20) ||
+      options.max_unacked_psns == 0 || options.max_unacked_psns >= (1u << 22) ||
+      options.ack_req_every == 0 || options.rx_burst == 0) {
+    return invalid_argument("softroce: engine options out of range");
+  }
+  std::unique_ptr<Engine> e(new (std::nothrow) Engine(std::move(link), options));
+  if (!e) return resource_exhausted("softroce: out of memory");
+  e->tx_.reset(new (std::nothrow) TxSlot[options.tx_ring]);
+  e->payload_store_.reset(new (std::nothrow) std::uint8_t[std::size_t{options.tx_ring} * mtu]);
+  e->burst_.reset(new (std::nothrow) TxFrame[kBurst]);
+  if (!e->tx_ || !e->payload_store_ || !e->burst_) {
+    return resource_exhausted("softroce: cannot allocate the transmit ring");
+  }
+  for (std::uint32_t i = 0; i < options.tx_ring; ++i) e->tx_[i].payload = e->payload_store_.get() + std::size_t{i} * mtu;
+  e->table_.assign(options.max_qp, nullptr);
+  e->active_.reserve(options.max_qp);
+  e->rng_state_ = options.psn_seed != 0 ? options.psn_seed : (std::random_device{}() | 1ull) * 0x9E3779B97F4A7C15ull;
+  if (e->rng_state_ == 0) e->rng_state_ = 1;
+  e->now_ = Clock::now();
+  if (!options.pcap_path.empty()) {
+    e->pcap_ = std::make_unique<PcapWriter>();
+    Status st = e->pcap_->open(options.pcap_path);
+    if (!st.ok()) return st.with_context("softroce: packet capture");
+  }
+  return e;
+}
+
+Result<std::uint32_t> Engine::add_qp(RcQp* qp) {
+  const std::uint32_t n = options_.max_qp;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t i = (next_slot_ + k) % n;
+    if (table_[i] == nullptr) {
+      table_[i] = qp;
+      next_slot_ = (i + 1) % n;  // round robin: a destroyed QP's number comes back late
+      active_.push_back(qp);
+      return kQpnBase + i;
+    }
+  }
+  return resource_exhausted("create_qp: all " + std::to_string(n) + " QPs of the device are in use");
+}
+
+void Engine::remove_qp(std::uint32_t qpn) noexcept {
+  if (qpn < kQpnBase || qpn - kQpnBase >= table_.size()) return;
+  RcQp* qp = table_[qpn - kQpnBase];
+  table_[qpn - kQpnBase] = nullptr;
+  active_.erase(std::remove(active_.begin(), active_.end(), qp), active_.end());
+}
+
+RcQp* Engine::find_qp(std::uint32_t qpn) const noexcept {
+  if (qpn < kQpnBase || qpn - kQpnBase >= table_.size()) return nullptr;
+  return table_[qpn - kQpnBase];
+}
+
+std::uint32_t Engine::initial_psn() noexcept {
+  if (options_.initial_psn) return *options_.initial_psn & kPsnMask;
+  // xorshift64*
+  rng_state_ ^= rng_state_ >> 12;
+  rng_state_ ^= rng_state_ << 25;
+  rng_state_ ^= rng_state_ >> 27;
+  return static_cast<std::uint32_t>((rng_state_ * 0x2545F4914F6CDD1Dull) >> 40) & kPsnMask;
+}
+
+std::uint8_t* Engine::tx_payload() noexcept {
+  if (tx_count_ == options_.tx_ring) {
+    ++dev_.tx_ring_full;
+    return nullptr;
+  }
+  return tx_[(tx_head_ + tx_count_) % options_.tx_ring].payload;
+}
+
+void Engine::tx_commit(Headers& h, std::size_t payload_len) noexcept {
+  TxSlot& s = tx_[(tx_head_ + tx_count_) % options_.tx_ring];
+  const std::size_t hl = header_length(h.opcode);
+  if (hl == 0 || hl > sizeof s.head) return;
+  const std::size_t tl = build_packet(h, {s.head, hl}, {s.payload, payload_len}, {s.tail, sizeof s.tail});
+  if (tl == 0) return;  // cannot happen with the sizes above
+  s.head_len = static_cast<std::uint16_t>(hl);
+  s.tail_len = static_cast<std::uint8_t>(tl);
+  s.payload_len = static_cast<std::uint32_t>(payload_len);
+  ++tx_count_;
+}
+
+bool Engine::flush() noexcept {
+  while (tx_count_ > 0) {
+    const std::uint32_t n = std::min(tx_count_, kBurst);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const TxSlot& s = tx_[(tx_head_ + i) % options_.tx_ring];
+      burst_[i] = TxFrame{{s.head, s.head_len}, {s.payload, s.payload_len}, {s.tail, s.tail_len}};
+    }
+    const std::size_t taken = link_->transmit({burst_.get(), n});
+    for (std::size_t i = 0; i < taken; ++i) {
+      ++dev_.tx_frames;
+      dev_.tx_bytes += burst_[i].size();
+      if (pcap_) pcap_->write(burst_[i]);
+    }
+    tx_head_ = static_cast<std::uint32_t>((tx_head_ + taken) % options_.tx_ring);
+    tx_count_ -= static_cast<std::uint32_t>(taken);
+    if (taken < n) {
+      ++dev_.tx_link_full;
+      return false;
+    }
+  }
+  return true;
+}
+
+void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
+  ++dev_.rx_frames;
+  dev_.rx_bytes += frame.size();
+  if (pcap_) pcap_->write(frame);
+  Packet pkt;
+  const ParseError err = parse_packet(frame, pkt);
+  if (err != ParseError::kOk) {
+    const auto i = static_cast<std::size_t>(err);
+    if (i < std::size(dev_.parse_errors)) ++dev_.parse_errors[i];
+    if (err == ParseError::kBadIcrc) ++dev_.icrc_errors;
+    return;
+  }
+  const std::uint32_t own_ip = link_->info().ipv4;
+  if (own_ip != 0 && pkt.h.dst_ip != own_ip) {
+    ++dev_.not_for_us;
+    return;
+  }
+  RcQp* qp = find_qp(pkt.h.dest_qp);
+  if (qp == nullptr) {
+    ++dev_.unknown_qpn;
+    return;
+  }
+  if (qp->state() == QpState::kReset || pkt.h.src_ip != qp->peer().ipv4) {
+    ++dev_.wrong_peer;
+    return;
+  }
+  qp->receive(pkt, frame.size());
+}
+
+void Engine::progress() noexcept {
+  now_ = Clock::now();
+  // Receive: a bounded number of bursts per call.
+  for (int i = 0; i < 16; ++i) {
+    if (link_->poll(*this, options_.rx_burst) < options_.rx_burst) break;
+  }
+  for (RcQp* qp : active_) qp->run_timers(now_);
+  // Transmit: responses first (inside transmit()), then new requests, in
+  // rounds so one QP cannot hold the ring while the link drains it.
+  for (int round = 0; round < 8; ++round) {
+    bool starved = false;
+    for (RcQp* qp : active_) starved |= qp->transmit();
+    const bool drained = flush();
+    if (!starved || !drained) break;
+  }
+}
+
+DeviceCounters Engine::counters() const noexcept {
+  DeviceCounters c = dev_;
+  c.qp = retired_;
+  for (const RcQp* qp : active_) c.qp.add(qp->counters());
+  return c;
+}
+
+}  // namespace rma::roce::rc

@@ -1,0 +1,119 @@
+// The device-level half of the RC protocol engine: one Link, the transmit
+// ring, the QP table, receive dispatch by destination QPN, timers and the
+// device counters.
+//
+// Threading: every call below except create() requires mutex() held. The
+// provider takes it in post(), post_recv(), poll() and the control path; that
+// one lock serialises the whole device (rx, timers, tx). No threads here.
+//
+// Buffers: the transmit ring (options.tx_ring slots, each with room for the
+// largest header, one path-MTU payload and pad+ICRC) is allocated at
+// creation; QPs build packets straight into it, progress() hands the built
+// frames to the link in bursts, and keeps the ones the link refused for the
+// next call. Nothing on the data path allocates.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "link/link.hpp"
+#include "rc/types.hpp"
+#include "wire/pcap_writer.hpp"
+#include "wire/wire.hpp"
+
+namespace rma::roce::rc {
+
+class RcQp;
+
+struct EngineOptions {
+  std::uint32_t path_mtu = 4096;         // device path MTU (already resolved against the link)
+  std::uint32_t max_unacked_psns = 128;  // requester stalls with this many PSNs unacknowledged
+  std::uint32_t ack_req_every = 64;      // AckReq at least every this many packets
+  std::uint32_t tx_ring = 256;           // transmit slots
+  std::uint32_t max_qp = 4096;
+  std::uint32_t rx_burst = 64;           // frames per Link::poll
+  std::optional<std::uint32_t> initial_psn;  // tests: every QP expects this first PSN
+  std::uint64_t psn_seed = 0;            // 0 = random
+  std::string pcap_path;                 // capture every frame sent and received (empty: off)
+};
+
+class Engine final : private FrameSink {
+ public:
+  static Result<std::unique_ptr<Engine>> create(std::unique_ptr<Link> link, const EngineOptions& options);
+  ~Engine() override;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  std::mutex& mutex() noexcept { return mutex_; }
+  KeyTable& keys() noexcept { return keys_; }
+  const LinkInfo& link_info() const noexcept { return link_->info(); }
+  const EngineOptions& options() const noexcept { return options_; }
+  LinkCounters link_counters() const noexcept { return link_->counters(); }
+
+  // Control path.
+  Result<std::uint32_t> add_qp(RcQp* qp);
+  void remove_qp(std::uint32_t qpn) noexcept;
+  RcQp* find_qp(std::uint32_t qpn) const noexcept;
+  std::uint32_t initial_psn() noexcept;
+
+  // Data path: receive, run timers, transmit.
+  void progress() noexcept;
+
+  // Transmit staging for QPs: a payload buffer of path-MTU bytes in the next
+  // free slot (nullptr when the ring is full), then commit with the headers.
+  std::uint8_t* tx_payload() noexcept;
+  void tx_commit(Headers& h, std::size_t payload_len) noexcept;
+  std::uint16_t next_ip_id() noexcept {
+    ip_id_ = static_cast<std::uint16_t>(ip_id_ + 1);
+    if (ip_id_ == 0) ip_id_ = 1;
+    return ip_id_;
+  }
+
+  DeviceCounters counters() const noexcept;
+  // QPs fold their counters in here when they are destroyed.
+  void retire_counters(const RcCounters& c) noexcept { retired_.add(c); }
+  Clock::time_point now() const noexcept { return now_; }
+
+ private:
+  struct TxSlot {
+    std::uint8_t head[128];
+    std::uint8_t tail[8];
+    std::uint16_t head_len = 0;
+    std::uint8_t tail_len = 0;
+    std::uint32_t payload_len = 0;
+    std::uint8_t* payload = nullptr;  // path-MTU bytes in payload_store_
+  };
+
+  Engine(std::unique_ptr<Link> link, const EngineOptions& options);
+  void on_frame(std::span<const std::uint8_t> frame) noexcept override;
+  // Hands built frames to the link; false when it refused some.
+  bool flush() noexcept;
+
+  std::mutex mutex_;
+  std::unique_ptr<Link> link_;
+  EngineOptions options_;
+  KeyTable keys_;
+
+  std::vector<RcQp*> table_;    // index = qpn - kQpnBase
+  std::vector<RcQp*> active_;   // live QPs, for timers and transmit
+  std::uint32_t next_slot_ = 0;
+
+  std::unique_ptr<TxSlot[]> tx_;
+  std::unique_ptr<std::uint8_t[]> payload_store_;
+  std::uint32_t tx_head_ = 0, tx_count_ = 0;  // built, not yet taken by the link
+  std::unique_ptr<TxFrame[]> burst_;
+
+  std::uint16_t ip_id_ = 0;
+  std::uint64_t rng_state_ = 0;
+  Clock::time_point now_{};
+
+  std::unique_ptr<PcapWriter> pcap_;
+  DeviceCounters dev_;
+  RcCounters retired_;
+};
+
+}  // namespace rma::roce::rc

@@ -1,0 +1,223 @@
+// One reliable-connected queue pair of the RC protocol engine: requester,
+// responder and completer, after the model of rdma_rxe (rxe_req.c,
+// rxe_resp.c, rxe_comp.c) and IBA chapter 9.
+//
+// Send queue: a ring preallocated to max_send_wr (WQEs, SGEs, inline bytes),
+// indexed by 64-bit sequence numbers that never wrap:
+//
+//    retired <= comp <= send <= assigned?.. <= tail
+//
+//  - [comp, tail)      work not yet completed
+//  - send              next WQE the requester transmits (pkt_ within it)
+//  - assigned          WQEs below it have their PSN range (set on first send)
+//  - a slot retires when a completion covering it is polled (as verbs and
+//    the self provider count queue occupancy).
+//
+// PSNs: req_psn_ the next PSN to send, comp_psn_ the oldest unacknowledged,
+// next_psn_ the first PSN not yet given to any WQE. Go-back-N rewinds the
+// send position to (comp, comp_psn_); a retried READ asks only for the part
+// not yet received.
+//
+// Responder: ePSN, the MSN, one pending ACK (coalesced: it always says
+// ePSN-1), one pending NAK, and max_qp_rd_atom responder resources that
+// remember executed READs and atomics, so duplicates are replayed from the
+// requested PSN and atomics never run twice.
+//
+// Everything here runs with the engine's mutex held.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "rc/engine.hpp"
+#include "rc/types.hpp"
+
+namespace rma::roce::rc {
+
+struct QpParams {
+  const void* pd = nullptr;
+  std::uint32_t max_send_wr = 128, max_recv_wr = 128;
+  std::uint32_t max_send_sge = 1, max_recv_sge = 1;
+  std::uint32_t max_inline = 0;
+  std::uint32_t max_rd_atomic = 1;   // outstanding READs/atomics this QP initiates
+  std::uint8_t timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 12;
+  std::uint32_t path_mtu = 4096;     // this side's MTU (the smaller of both is used)
+  std::uint32_t max_msg_size = 1u << 31;
+  CqRing* send_cq = nullptr;
+  CqRing* recv_cq = nullptr;
+};
+
+struct PeerParams {
+  MacAddress mac{};
+  std::uint32_t ipv4 = 0;
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;   // the first PSN the peer expects to receive
+  std::uint32_t mtu = 0;
+};
+
+class RcQp {
+ public:
+  static constexpr std::uint32_t kResources = 16;  // responder resources (max_dest_rd_atomic)
+
+  RcQp(Engine& engine, const QpParams& params) noexcept;
+  ~RcQp();
+  RcQp(const RcQp&) = delete;
+  RcQp& operator=(const RcQp&) = delete;
+
+  // Control path, engine lock held.
+  Status init();
+  std::uint32_t qpn() const noexcept { return qpn_; }
+  QpState state() const noexcept { return state_.load(std::memory_order_relaxed); }
+  std::uint32_t local_psn() const noexcept { return local_psn_; }  // first PSN we expect
+  std::uint32_t path_mtu() const noexcept { return mtu_; }
+  Status connect(const PeerParams& peer);
+  void set_error() noexcept;
+  const RcCounters& counters() const noexcept { return ctr_; }
+  const PeerParams& peer() const noexcept { return peer_; }
+
+  // Data path, engine lock held.
+  PostResult post(std::span<const WorkRequest> wrs) noexcept;
+  PostResult post_recv(std::span<const RecvRequest> wrs) noexcept;
+  void receive(const Packet& pkt, std::size_t frame_len) noexcept;
+  void run_timers(Clock::time_point now) noexcept;
+  // Builds frames into the engine's ring; true when it stopped for lack of room.
+  bool transmit() noexcept;
+  void retire(bool send_queue, std::uint64_t seq) noexcept;
+
+ private:
+  struct SendWqe {
+    std::uint64_t wr_id;
+    std::uint64_t remote_addr;
+    std::uint64_t compare_add;
+    std::uint64_t swap;
+    std::uint32_t length;
+    std::uint32_t rkey;
+    std::uint32_t imm;
+    std::uint32_t flags;
+    std::uint32_t num_sge;      // 0 when inline
+    std::uint32_t vendor_err;   // local check failed at post time (kLocProtErr)
+    std::uint32_t first_psn, last_psn, npkts;
+    Opcode opcode;
+    bool done;                  // READ fully received / atomic answered
+  };
+  struct RecvWqe {
+    std::uint64_t wr_id;
+    std::uint32_t num_sge;
+  };
+  struct Resource {
+    enum Kind : std::uint8_t { kFree, kRead, kAtomic } kind = kFree;
+    std::uint32_t first_psn = 0, last_psn = 0, cur_psn = 0;
+    bool pending = false;       // responses left to send from cur_psn
+    std::uint64_t va = 0;
+    std::uint32_t len = 0, rkey = 0;
+    std::uint64_t orig = 0;     // atomic: value before the operation
+    std::uint32_t msn = 0;
+  };
+  enum class InMsg : std::uint8_t { kNone, kWrite, kSend };
+
+  // posting
+  const char* check_send(const WorkRequest& wr, StatusCode& code) const noexcept;
+  void enqueue_send(const WorkRequest& wr, std::uint32_t length) noexcept;
+  std::span<const Sge> send_sgl(std::uint64_t seq) const noexcept;
+  std::span<const Sge> recv_sgl(std::uint64_t seq) const noexcept;
+  std::uint8_t* inline_data(std::uint64_t seq) const noexcept;
+  SendWqe& sq(std::uint64_t seq) const noexcept { return sq_[seq % max_send_wr_]; }
+
+  // requester
+  bool send_request_packet(std::uint64_t seq, SendWqe& w) noexcept;
+  void rewind_to_comp() noexcept;
+  void catch_up() noexcept;
+  void arm_timer() noexcept;
+
+  // completer
+  void on_response(const Packet& pkt) noexcept;
+  // Completes WQEs covered by an acknowledgement of every PSN up to `psn`;
+  // false when it stopped at a READ/atomic whose answer is missing.
+  bool ack_through(std::uint32_t psn) noexcept;
+  void progress_made() noexcept;
+  void fast_retry() noexcept;
+  void retry_after_timeout() noexcept;
+  void complete_send(std::uint64_t seq, WcStatus status, std::uint32_t byte_len,
+                     std::uint32_t vendor_err) noexcept;
+  void fail_head(WcStatus status, std::uint32_t vendor_err) noexcept;
+  void check_head_local_error() noexcept;
+  bool outstanding() const noexcept;
+
+  // responder
+  void on_request(const Packet& pkt) noexcept;
+  void on_duplicate(const Packet& pkt) noexcept;
+  void responder_error(std::uint8_t nak_code, std::uint32_t vendor_err) noexcept;
+  void rnr_nak() noexcept;
+  bool execute_write(const Packet& pkt, bool first, bool last, bool imm) noexcept;
+  bool execute_send(const Packet& pkt, bool first, bool last, bool imm) noexcept;
+  void execute_read(const Packet& pkt) noexcept;
+  void execute_atomic(const Packet& pkt) noexcept;
+  bool transmit_responses() noexcept;
+  bool send_read_response(Resource& r) noexcept;
+  bool send_ack(std::uint8_t syndrome, std::uint32_t psn, bool atomic, std::uint64_t orig) noexcept;
+  void complete_recv(WcStatus status, Opcode opcode, std::uint32_t byte_len, bool has_imm,
+                     std::uint32_t imm, std::uint32_t vendor_err) noexcept;
+
+  void enter_error() noexcept;
+  void fill_headers(Headers& h, std::uint8_t opcode, std::uint32_t psn) const noexcept;
+  bool emit(Headers& h, const std::uint8_t* payload, std::size_t len) noexcept;
+  std::uint8_t* tx_buffer() noexcept;
+
+  Engine& engine_;
+  const void* pd_;
+  CqRing* const send_cq_;
+  CqRing* const recv_cq_;
+  const std::uint32_t max_send_wr_, max_recv_wr_, max_send_sge_, max_recv_sge_, max_inline_;
+  const std::uint32_t max_rd_atomic_;
+  const std::uint8_t timeout_code_, retry_cnt_, rnr_retry_, min_rnr_timer_;
+  const std::uint32_t max_msg_size_;
+  std::uint32_t mtu_;
+  std::uint32_t qpn_ = 0;
+  std::uint32_t local_psn_ = 0;
+  std::atomic<QpState> state_{QpState::kReset};
+  PeerParams peer_;
+  Headers tmpl_;   // addresses and ports, filled at connect
+  RcCounters ctr_;
+
+  // send queue
+  std::unique_ptr<SendWqe[]> sq_;
+  std::unique_ptr<Sge[]> sq_sge_;
+  std::unique_ptr<std::uint8_t[]> sq_inline_;
+  std::uint64_t sq_tail_ = 0, sq_send_ = 0, sq_assigned_ = 0, sq_comp_ = 0, sq_retired_ = 0;
+  std::uint32_t send_pkt_ = 0;           // packet index within sq_send_
+  std::uint32_t req_psn_ = 0, comp_psn_ = 0, next_psn_ = 0;
+  std::uint32_t sent_psn_ = 0;           // one past the highest PSN ever sent
+  bool cq_lost_ = false;                 // a completion was lost to a CQ overrun
+  std::uint32_t rd_atomic_outstanding_ = 0;
+  std::uint32_t pkts_since_ackreq_ = 0;
+  std::uint32_t retries_left_ = 0, rnr_left_ = 0;
+  bool fast_retried_ = false;            // one fast retry per comp_psn_ position
+  bool timer_armed_ = false;
+  Clock::time_point timer_deadline_{};
+  bool rnr_waiting_ = false;
+  Clock::time_point rnr_deadline_{};
+
+  // receive queue
+  std::unique_ptr<RecvWqe[]> rq_;
+  std::unique_ptr<Sge[]> rq_sge_;
+  std::uint64_t rq_tail_ = 0, rq_next_ = 0, rq_retired_ = 0;
+
+  // responder
+  std::uint32_t epsn_ = 0, msn_ = 0;
+  bool nak_sent_ = false;
+  bool ack_pending_ = false;
+  bool nak_pending_ = false;
+  std::uint8_t nak_syndrome_ = 0;
+  std::uint32_t nak_psn_ = 0;
+  InMsg in_msg_ = InMsg::kNone;
+  std::uint64_t write_va_ = 0;
+  std::uint32_t write_resid_ = 0, write_total_ = 0;
+  std::uint32_t recv_offset_ = 0;        // bytes of the current SEND placed
+  Resource res_[kResources];
+  std::uint32_t res_next_ = 0;           // next slot to (re)use: the oldest
+  bool error_after_nak_ = false;
+};
+
+}  // namespace rma::roce::rc

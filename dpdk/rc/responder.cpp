@@ -1,0 +1,369 @@
+// RcQp responder: PSN checking (one sequence NAK, then silent drops),
+// duplicate handling (re-ACK, READ replay from responder resources, saved
+// atomic results), execution of WRITE / SEND / READ / atomics with every
+// remote access checked against the rkey, its rights and bounds, RNR NAKs,
+// and the coalesced ACK / NAK / response transmission.
+#include <algorithm>
+#include <cstring>
+
+#include "rc/qp.hpp"
+
+namespace rma::roce::rc {
+
+namespace {
+using RoceOp = ::rma::roce::Opcode;
+std::uint32_t psn_diff(std::uint32_t a, std::uint32_t b) noexcept { return (a - b) & kPsnMask; }
+bool psn_in(std::uint32_t psn, std::uint32_t first, std::uint32_t last) noexcept {
+  return psn_compare(psn, first) >= 0 && psn_compare(psn, last) <= 0;
+}
+}  // namespace
+
+void RcQp::on_request(const Packet& pkt) noexcept {
+  const QpState s = state();
+  if (s != QpState::kRts && s != QpState::kRtr) {
+    ++ctr_.dropped_state;
+    return;
+  }
+  const std::uint32_t psn = pkt.h.psn;
+  const std::int32_t d = psn_compare(psn, epsn_);
+  if (d > 0) {
+    // Out of order: one NAK, then silence until ePSN arrives.
+    ++ctr_.out_of_sequence;
+    if (!nak_sent_) {
+      nak_sent_ = true;
+      nak_pending_ = true;
+      nak_syndrome_ = make_syndrome(AckType::kNak, kNakPsnSequenceError);
+      nak_psn_ = epsn_;
+    }
+    return;
+  }
+  if (d < 0) {
+    on_duplicate(pkt);
+    return;
+  }
+  bool ok = true;
+  switch (static_cast<RoceOp>(pkt.h.opcode)) {
+    case RoceOp::kWriteFirst: ok = execute_write(pkt, true, false, false); break;
+    case RoceOp::kWriteMiddle: ok = execute_write(pkt, false, false, false); break;
+    case RoceOp::kWriteLast: ok = execute_write(pkt, false, true, false); break;
+    case RoceOp::kWriteLastImm: ok = execute_write(pkt, false, true, true); break;
+    case RoceOp::kWriteOnly: ok = execute_write(pkt, true, true, false); break;
+    case RoceOp::kWriteOnlyImm: ok = execute_write(pkt, true, true, true); break;
+    case RoceOp::kSendFirst: ok = execute_send(pkt, true, false, false); break;
+    case RoceOp::kSendMiddle: ok = execute_send(pkt, false, false, false); break;
+    case RoceOp::kSendLast: ok = execute_send(pkt, false, true, false); break;
+    case RoceOp::kSendLastImm: ok = execute_send(pkt, false, true, true); break;
+    case RoceOp::kSendOnly: ok = execute_send(pkt, true, true, false); break;
+    case RoceOp::kSendOnlyImm: ok = execute_send(pkt, true, true, true); break;
+    case RoceOp::kReadRequest: execute_read(pkt); return;
+    case RoceOp::kCompareSwap:
+    case RoceOp::kFetchAdd: execute_atomic(pkt); return;
+    default:
+      responder_error(kNakInvalidRequest, kVeBadOpcodeSequence);
+      return;
+  }
+  if (!ok) return;
+  epsn_ = psn_add(psn, 1);
+  nak_sent_ = false;
+  if (pkt.h.ack_req) ack_pending_ = true;
+}
+
+void RcQp::on_duplicate(const Packet& pkt) noexcept {
+  ++ctr_.duplicate_requests;
+  const std::uint32_t psn = pkt.h.psn;
+  const auto op = static_cast<RoceOp>(pkt.h.opcode);
+  if (op == RoceOp::kReadRequest) {
+    for (Resource& r : res_) {
+      if (r.kind != Resource::kRead || !psn_in(psn, r.first_psn, r.last_psn)) continue;
+      const std::uint64_t off = std::uint64_t{psn_diff(psn, r.first_psn)} * mtu_;
+      const std::uint64_t rest = r.len - std::min<std::uint64_t>(off, r.len);
+      if (pkt.h.reth_rkey != r.rkey || pkt.h.reth_va != r.va + off || pkt.h.reth_length != rest) {
+        continue;  // not a subset of what was executed: ignore
+      }
+      r.cur_psn = psn;
+      r.pending = true;
+      ++ctr_.read_replays;
+      return;
+    }
+    return;  // resource gone: drop, the requester will retry
+  }
+  if (op == RoceOp::kCompareSwap || op == RoceOp::kFetchAdd) {
+    for (Resource& r : res_) {
+      if (r.kind == Resource::kAtomic && r.first_psn == psn) {
+        r.pending = true;  // answer again with the saved value; never re-execute
+        ++ctr_.atomic_replays;
+        return;
+      }
+    }
+    return;
+  }
+  ack_pending_ = true;  // SEND/WRITE: acknowledge again (ePSN - 1)
+}
+
+void RcQp::responder_error(std::uint8_t nak_code, std::uint32_t vendor_err) noexcept {
+  (void)vendor_err;
+  nak_pending_ = true;
+  nak_syndrome_ = make_syndrome(AckType::kNak, nak_code);
+  nak_psn_ = epsn_;
+  enter_error();  // class C/D errors break the responder QP (as rdma_rxe)
+}
+
+void RcQp::rnr_nak() noexcept {
+  nak_pending_ = true;
+  nak_syndrome_ = make_syndrome(AckType::kRnrNak, min_rnr_timer_);
+  nak_psn_ = epsn_;
+  nak_sent_ = true;  // later packets of the burst are dropped silently
+}
+
+bool RcQp::execute_write(const Packet& pkt, bool first, bool last, bool imm) noexcept {
+  if (first ? in_msg_ != InMsg::kNone : in_msg_ != InMsg::kWrite) {
+    ++ctr_.bad_opcode_sequence;
+    responder_error(kNakInvalidRequest, kVeBadOpcodeSequence);
+    return false;
+  }
+  if (imm && last && rq_next_ == rq_tail_) {
+    rnr_nak();
+    return false;
+  }
+  const auto p = static_cast<std::uint32_t>(pkt.payload.size());
+  if (first) {
+    const std::uint32_t len = pkt.h.reth_length;
+    if (len > 0) {
+      const std::uint32_t ve =
+          check_remote(engine_.keys(), pd_, pkt.h.reth_rkey, pkt.h.reth_va, len, Access::kRemoteWrite);
+      if (ve != kVeNone) {
+        responder_error(kNakRemoteAccessError, ve);
+        return false;
+      }
+    }
+    write_va_ = pkt.h.reth_va;
+    write_resid_ = len;
+    write_total_ = len;
+  }
+  const bool length_ok = last ? (p == write_resid_ && p <= mtu_) : (p == mtu_ && write_resid_ > mtu_);
+  if (!length_ok) {
+    responder_error(kNakInvalidRequest, kVeBadLength);
+    return false;
+  }
+  if (p > 0) std::memcpy(reinterpret_cast<void*>(write_va_), pkt.payload.data(), p);
+  write_va_ += p;
+  write_resid_ -= p;
+  in_msg_ = last ? InMsg::kNone : InMsg::kWrite;
+  if (last) {
+    msn_ = psn_add(msn_, 1);
+    if (imm) complete_recv(WcStatus::kSuccess, Opcode::kRecvRdmaWithImm, write_total_, true, pkt.h.imm, kVeNone);
+  }
+  return true;
+}
+
+bool RcQp::execute_send(const Packet& pkt, bool first, bool last, bool imm) noexcept {
+  if (first ? in_msg_ != InMsg::kNone : in_msg_ != InMsg::kSend) {
+    ++ctr_.bad_opcode_sequence;
+    responder_error(kNakInvalidRequest, kVeBadOpcodeSequence);
+    return false;
+  }
+  if (first) {
+    if (rq_next_ == rq_tail_) {
+      rnr_nak();
+      return false;
+    }
+    const std::span<const Sge> rsgl = recv_sgl(rq_next_);
+    std::uint64_t room = 0;
+    for (const Sge& sge : rsgl) room += sge.length;
+    if (check_local_sgl(engine_.keys(), pd_, rsgl, room, Access::kLocalWrite) != kVeNone) {
+      // The receiver's own buffer is bad: it sees a local protection error,
+      // the requester a remote operational error.
+      complete_recv(WcStatus::kLocProtErr, Opcode::kRecv, 0, false, 0, kVeRecvBufferInvalid);
+      responder_error(kNakRemoteOperationalError, kVeRecvBufferInvalid);
+      return false;
+    }
+    recv_offset_ = 0;
+  }
+  const auto p = static_cast<std::uint32_t>(pkt.payload.size());
+  if (last ? p > mtu_ : p != mtu_) {
+    responder_error(kNakInvalidRequest, kVeBadLength);
+    return false;
+  }
+  const std::span<const Sge> rsgl = recv_sgl(rq_next_);
+  std::uint64_t room = 0;
+  for (const Sge& sge : rsgl) room += sge.length;
+  if (std::uint64_t{recv_offset_} + p > room) {
+    complete_recv(WcStatus::kLocLenErr, Opcode::kRecv, 0, false, 0, kVeRecvTooSmall);
+    responder_error(kNakInvalidRequest, kVeRecvTooSmall);
+    return false;
+  }
+  if (p > 0) copy_to_sgl(rsgl, recv_offset_, pkt.payload.data(), p);
+  recv_offset_ += p;
+  in_msg_ = last ? InMsg::kNone : InMsg::kSend;
+  if (last) {
+    msn_ = psn_add(msn_, 1);
+    complete_recv(WcStatus::kSuccess, Opcode::kRecv, recv_offset_, imm, pkt.h.imm, kVeNone);
+  }
+  return true;
+}
+
+void RcQp::execute_read(const Packet& pkt) noexcept {
+  if (in_msg_ != InMsg::kNone) {
+    ++ctr_.bad_opcode_sequence;
+    responder_error(kNakInvalidRequest, kVeBadOpcodeSequence);
+    return;
+  }
+  const std::uint32_t len = pkt.h.reth_length;
+  if (len > max_msg_size_) {
+    responder_error(kNakInvalidRequest, kVeBadLength);
+    return;
+  }
+  if (len > 0) {
+    const std::uint32_t ve =
+        check_remote(engine_.keys(), pd_, pkt.h.reth_rkey, pkt.h.reth_va, len, Access::kRemoteRead);
+    if (ve != kVeNone) {
+      responder_error(kNakRemoteAccessError, ve);
+      return;
+    }
+  }
+  const std::uint32_t n = len == 0 ? 1 : (len + mtu_ - 1) / mtu_;
+  Resource& r = res_[res_next_];
+  res_next_ = (res_next_ + 1) % kResources;
+  msn_ = psn_add(msn_, 1);
+  r.kind = Resource::kRead;
+  r.first_psn = pkt.h.psn;
+  r.last_psn = psn_add(pkt.h.psn, n - 1);
+  r.cur_psn = pkt.h.psn;
+  r.pending = true;
+  r.va = pkt.h.reth_va;
+  r.len = len;
+  r.rkey = pkt.h.reth_rkey;
+  r.msn = msn_;
+  epsn_ = psn_add(pkt.h.psn, n);
+  nak_sent_ = false;
+}
+
+void RcQp::execute_atomic(const Packet& pkt) noexcept {
+  if (in_msg_ != InMsg::kNone) {
+    ++ctr_.bad_opcode_sequence;
+    responder_error(kNakInvalidRequest, kVeBadOpcodeSequence);
+    return;
+  }
+  const std::uint64_t va = pkt.h.atomic_va;
+  const std::uint32_t ve = check_remote(engine_.keys(), pd_, pkt.h.atomic_rkey, va, 8, Access::kRemoteAtomic);
+  if (ve != kVeNone) {
+    responder_error(kNakRemoteAccessError, ve);
+    return;
+  }
+  if ((va & 7u) != 0) {
+    responder_error(kNakInvalidRequest, kVeAtomicUnaligned);
+    return;
+  }
+  // Real CPU atomics: atomic against each other and against threads that
+  // touch the word directly.
+  auto* target = reinterpret_cast<std::uint64_t*>(va);
+  std::uint64_t orig;
+  if (static_cast<RoceOp>(pkt.h.opcode) == RoceOp::kFetchAdd) {
+    orig = __atomic_fetch_add(target, pkt.h.atomic_swap_add, __ATOMIC_SEQ_CST);
+  } else {
+    orig = pkt.h.atomic_compare;
+    __atomic_compare_exchange_n(target, &orig, pkt.h.atomic_swap_add, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+  }
+  Resource& r = res_[res_next_];
+  res_next_ = (res_next_ + 1) % kResources;
+  msn_ = psn_add(msn_, 1);
+  r.kind = Resource::kAtomic;
+  r.first_psn = r.last_psn = r.cur_psn = pkt.h.psn;
+  r.pending = true;
+  r.va = va;
+  r.len = 8;
+  r.rkey = pkt.h.atomic_rkey;
+  r.orig = orig;
+  r.msn = msn_;
+  epsn_ = psn_add(pkt.h.psn, 1);
+  nak_sent_ = false;
+}
+
+// ------------------------------------------------------------------ responder transmit
+
+bool RcQp::send_ack(std::uint8_t syndrome, std::uint32_t psn, bool atomic, std::uint64_t orig) noexcept {
+  std::uint8_t* buf = tx_buffer();
+  if (buf == nullptr) return false;
+  Headers h;
+  fill_headers(h, static_cast<std::uint8_t>(atomic ? RoceOp::kAtomicAcknowledge : RoceOp::kAcknowledge), psn);
+  h.aeth_syndrome = syndrome;
+  h.aeth_msn = msn_;
+  h.atomic_ack_orig = orig;
+  emit(h, buf, 0);
+  return true;
+}
+
+bool RcQp::send_read_response(Resource& r) noexcept {
+  const std::uint32_t n = psn_diff(r.last_psn, r.first_psn) + 1;
+  while (r.pending) {
+    std::uint8_t* buf = tx_buffer();
+    if (buf == nullptr) return false;
+    const std::uint32_t idx = psn_diff(r.cur_psn, r.first_psn);
+    const std::uint64_t off = std::uint64_t{idx} * mtu_;
+    const auto len = static_cast<std::size_t>(std::min<std::uint64_t>(mtu_, r.len - std::min<std::uint64_t>(off, r.len)));
+    if (len > 0 &&
+        check_remote(engine_.keys(), pd_, r.rkey, r.va + off, len, Access::kRemoteRead) != kVeNone) {
+      r.pending = false;  // deregistered since: stop; the requester times out
+      r.kind = Resource::kFree;
+      return true;
+    }
+    RoceOp op;
+    if (n == 1) {
+      op = RoceOp::kReadResponseOnly;
+    } else if (idx == 0) {
+      op = RoceOp::kReadResponseFirst;
+    } else if (r.cur_psn == r.last_psn) {
+      op = RoceOp::kReadResponseLast;
+    } else {
+      op = RoceOp::kReadResponseMiddle;
+    }
+    Headers h;
+    fill_headers(h, static_cast<std::uint8_t>(op), r.cur_psn);
+    h.aeth_syndrome = make_syndrome(AckType::kAck, kAckUnlimitedCredits);
+    h.aeth_msn = r.msn;
+    if (len > 0) std::memcpy(buf, reinterpret_cast<const void*>(r.va + off), len);
+    emit(h, buf, len);
+    if (r.cur_psn == r.last_psn) {
+      r.pending = false;
+    } else {
+      r.cur_psn = psn_add(r.cur_psn, 1);
+    }
+  }
+  return true;
+}
+
+bool RcQp::transmit_responses() noexcept {
+  if (state() == QpState::kRts || state() == QpState::kRtr) {
+    // READ responses and atomic acknowledgements, oldest resource first;
+    // ACKs follow them so they never overtake a response on the wire.
+    for (std::uint32_t k = 0; k < kResources; ++k) {
+      Resource& r = res_[(res_next_ + k) % kResources];
+      if (!r.pending) continue;
+      if (r.kind == Resource::kRead) {
+        if (!send_read_response(r)) return true;
+      } else {
+        if (!send_ack(make_syndrome(AckType::kAck, kAckUnlimitedCredits), r.first_psn, true, r.orig)) return true;
+        r.pending = false;
+      }
+    }
+  }
+  if (nak_pending_) {
+    if (!send_ack(nak_syndrome_, nak_psn_, false, 0)) return true;
+    nak_pending_ = false;
+    ack_pending_ = false;
+    if (syndrome_type(nak_syndrome_) == AckType::kRnrNak) {
+      ++ctr_.rnr_naks_sent;
+    } else if (syndrome_value(nak_syndrome_) < 5) {
+      ++ctr_.naks_sent[syndrome_value(nak_syndrome_)];
+    }
+  }
+  if (ack_pending_) {
+    if (!send_ack(make_syndrome(AckType::kAck, kAckUnlimitedCredits), psn_add(epsn_, kPsnMask), false, 0)) return true;
+    ack_pending_ = false;
+    ++ctr_.acks_sent;
+  }
+  return false;
+}
+
+}  // namespace rma::roce::rc

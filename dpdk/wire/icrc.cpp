@@ -1,0 +1,62 @@
+// RoCE v2 ICRC exactly as rdma_rxe computes it (rxe_icrc.c): CRC-32 over
+// 8 x 0xFF || masked IPv4 header || masked UDP header || masked BTH ||
+// remaining transport headers || payload || pad, stored least-significant
+// byte first. The CRC itself is ISA-L's crc32_gzip_refl (PCLMULQDQ/VPCLMULQDQ),
+// which chains like zlib's crc32.
+#include <isa-l/crc.h>
+
+#include <algorithm>
+#include <cstring>
+#include <span>
+
+#include "wire/byte_order.hpp"
+#include "wire/icrc.hpp"
+#include "wire/wire.hpp"
+
+namespace rma::roce {
+namespace detail {
+
+std::uint32_t crc32_update(std::uint32_t crc, const std::uint8_t* data, std::size_t len) noexcept {
+  if (len == 0) return crc;
+  return crc32_gzip_refl(crc, data, len);
+}
+
+namespace {
+// Offsets, from the start of the IPv4 header, of the bytes that the ICRC
+// treats as all ones.
+constexpr std::size_t kUdpInIp = kIpv4HeaderLen;
+constexpr std::size_t kBthInIp = kIpv4HeaderLen + kUdpHeaderLen;
+constexpr std::size_t kMaskedOffsets[] = {
+    kIpTos,
+    kIpTtl,
+    kIpCsum,
+    kIpCsum + 1,
+    kUdpInIp + kUdpCsum,
+    kUdpInIp + kUdpCsum + 1,
+    kBthInIp + kBthResv8a,
+};
+// Bytes copied to the stack: masked headers plus, so short packets take
+// one CRC call, the longest extension header run.
+constexpr std::size_t kCopyLen = kIpv4HeaderLen + kUdpHeaderLen + kBthLen + kMaxExtLen;
+}  // namespace
+
+std::uint32_t icrc_begin(const std::uint8_t* ip, std::size_t len) noexcept {
+  std::uint8_t buf[kCopyLen];
+  const std::size_t n = std::min(len, kCopyLen);
+  if (n != 0) std::memcpy(buf, ip, n);
+  for (std::size_t off : kMaskedOffsets) {
+    if (off < n) buf[off] = 0xFF;
+  }
+  std::uint32_t crc = crc32_update(kIcrcSeed, buf, n);
+  return crc32_update(crc, ip + n, len - n);
+}
+
+}  // namespace detail
+
+std::uint32_t compute_icrc(std::span<const std::uint8_t> frame_without_icrc) noexcept {
+  if (frame_without_icrc.size() <= kEthHeaderLen) return detail::icrc_begin(nullptr, 0);
+  return detail::icrc_begin(frame_without_icrc.data() + kEthHeaderLen,
+                            frame_without_icrc.size() - kEthHeaderLen);
+}
+
+}  // namespace rma::roce

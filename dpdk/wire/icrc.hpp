@@ -1,0 +1,26 @@
+// Private to dpdk/wire: the pieces of the RoCE v2 ICRC (roce-v2.md 2.5) so
+// build and parse can chain header, payload and pad without copying more
+// than the masked headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rma::roce::detail {
+
+// zlib-style CRC-32 (IEEE, reflected, pre- and post-inverted) of eight 0xFF
+// bytes: the masked "LRH" every RoCE v2 ICRC starts with. rdma_rxe seeds its
+// raw crc32_le with the complement of this, 0xDEBB20E3.
+constexpr std::uint32_t kIcrcSeed = 0x2144DF1C;
+
+// Continues a zlib-style CRC-32 (crc32(prev, buf, len) as in zlib; ISA-L
+// crc32_gzip_refl).
+std::uint32_t crc32_update(std::uint32_t crc, const std::uint8_t* data, std::size_t len) noexcept;
+
+// Starts an ICRC: seed, then `len` bytes from the IPv4 header on, with the
+// invariant fields (IPv4 TOS, TTL, checksum; UDP checksum; BTH byte 4)
+// replaced by ones. Masks apply to whichever of those bytes lie within
+// `len`; an IPv4 header without options (IHL 5) is assumed.
+std::uint32_t icrc_begin(const std::uint8_t* ip, std::size_t len) noexcept;
+
+}  // namespace rma::roce::detail

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Builds the libFuzzer target for parse_packet with clang++ and runs it for a
+# bounded number of inputs (default 200000; at most 60 s).
+#   fuzz/run-fuzz.sh [runs]
+# Environment: CLANGXX (default clang++), RMA_FUZZ_BUILD_DIR (where the
+# binary and corpus go; default $TMPDIR/rma-fuzz-$UID), RMA_FUZZ_MAX_TIME.
+# Exit 77 (ctest: skipped) when clang++ or its libFuzzer runtime is missing.
+set -eu
+
+runs=${1:-200000}
+max_time=${RMA_FUZZ_MAX_TIME:-60}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+cxx=${CLANGXX:-clang++}
+out=${RMA_FUZZ_BUILD_DIR:-${TMPDIR:-/tmp}/rma-fuzz-$(id -u)}
+
+if ! command -v "$cxx" >/dev/null 2>&1; then
+  echo "run-fuzz: $cxx not found; skipped (apt-get install clang libclang-rt-14-dev)"
+  exit 77
+fi
+mkdir -p "$out/corpus"
+
+probe="$out/probe.cpp"
+printf '%s\n' '#include <cstdint>' '#include <cstddef>' \
+  'extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t*, std::size_t) { return 0; }' > "$probe"
+if ! "$cxx" -fsanitize=fuzzer "$probe" -o "$out/probe" >/dev/null 2>&1; then
+  echo "run-fuzz: $cxx cannot link -fsanitize=fuzzer (libclang-rt-dev missing?); skipped"
+  exit 77
+fi
+
+echo "run-fuzz: building $out/parse_fuzz"
+"$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -fno-omit-frame-pointer -I"$root/dpdk" -I"$root/include" \
+  "$here/parse_fuzz.cpp" \
+  "$root/dpdk/wire/opcodes.cpp" "$root/dpdk/wire/addressing.cpp" "$root/dpdk/wire/icrc.cpp" \
+  "$root/dpdk/wire/build.cpp" "$root/dpdk/wire/parse.cpp" \
+  -lisal -o "$out/parse_fuzz"
+
+# Seeds: valid RoCE v2 frames built by scapy (see tests/dpdk/wire/icrc_test.cpp).
+seed() { printf '%s' "$2" | xxd -r -p > "$out/corpus/seed-$1" 2>/dev/null || \
+  python3 -c "import sys; open(sys.argv[1],'wb').write(bytes.fromhex(sys.argv[2]))" "$out/corpus/seed-$1" "$2"; }
+seed write_only 02000000000202000000000108004502004412344000401114710a0000010a000002c12312b7003000000a30ffff8000012380abcdef00007f0012345678abcd12340000000568656c6c6f0000007391f66d
+seed ack 02000000000202000000000108004500003000014000ff1167b90a0000010a000002c00012b7001c00001100ffff00ffffff000000011f0000077c955ca3
+seed cmp_swap 020000000002020000000001080045b80048beef40000311a3fb0a0000010a000002ffff12b70034000013c080014000004200ffffff000000000000100055aa55aa01020304050607081112131415161718699146ba
+
+echo "run-fuzz: running $runs inputs (max ${max_time}s)"
+exec "$out/parse_fuzz" -runs="$runs" -max_total_time="$max_time" -max_len=4200 -print_final_stats=1 \
+  -artifact_prefix="$out/" "$out/corpus"

@@ -20,6 +20,8 @@ struct Direction {
   std::deque<QueuedFrame> queue;
   std::vector<std::vector<std::uint8_t>> pool;  // recycled frame buffers
   std::uint64_t tick = 0;
+  std::uint64_t index = 0;
+  FaultLink::DropFilter filter;
   FaultCounters faults;
   std::uint64_t tx_frames = 0, tx_bytes = 0, tx_dropped = 0;
   std::uint64_t rx_frames = 0, rx_bytes = 0;
@@ -63,6 +65,11 @@ std::size_t FaultLink::transmit(std::span<const TxFrame> frames) noexcept {
     ++d.faults.offered;
     ++d.tx_frames;
     d.tx_bytes += f.size();
+    const std::uint64_t index = d.index++;
+    if (d.filter && d.filter(index, f.head)) {
+      ++d.faults.dropped;
+      continue;
+    }
     if (d.chance(d.cfg.drop)) {
       ++d.faults.dropped;
       continue;
@@ -78,7 +85,7 @@ std::size_t FaultLink::transmit(std::span<const TxFrame> frames) noexcept {
       q.bytes[at] ^= static_cast<std::uint8_t>(1 + d.rng() % 255);
       ++d.faults.corrupted;
     }
-    q.ready_tick = d.tick;
+    q.ready_tick = d.tick + 1;  // the receiver's next poll
     if (d.cfg.max_delay_polls > 0 && d.chance(d.cfg.delay)) {
       q.ready_tick += 1 + d.rng() % d.cfg.max_delay_polls;
       ++d.faults.delayed;
@@ -150,6 +157,11 @@ void FaultLink::set_faults(const FaultConfig& cfg) noexcept {
   Direction& d = shared_->dir[side_];
   d.cfg = cfg;
   d.rng.seed(cfg.seed * 2 + static_cast<std::uint64_t>(side_));
+}
+
+void FaultLink::set_drop_filter(DropFilter filter) {
+  std::lock_guard lock(shared_->mutex);
+  shared_->dir[side_].filter = std::move(filter);
 }
 
 FaultCounters FaultLink::fault_counters() const noexcept {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -68,6 +69,10 @@ class FaultLink final : public Link {
 
   // Faults applied to frames sent from this side (from now on).
   void set_faults(const FaultConfig& cfg) noexcept;
+  // Tests: called for every frame this side transmits (index counts from 0
+  // over the pair's life); returning true drops the frame. Empty = none.
+  using DropFilter = std::function<bool(std::uint64_t index, std::span<const std::uint8_t> head)>;
+  void set_drop_filter(DropFilter filter);
   // Faults injected on frames this side sent.
   FaultCounters fault_counters() const noexcept;
   // Frames queued towards this side, not yet delivered.

@@ -273,7 +273,11 @@ Status DpdkPort::create_device() {
     args = std::string("role=") + (spec_.memif_server ? "server" : "client") + ",socket=" + sock +
            ",socket-abstract=yes,id=0,rsize=" + std::to_string(spec_.memif_rsize) +
            ",bsize=" + std::to_string(spec_.memif_bsize);
-    info_.max_frame = kDataRoom;
+    // One descriptor per frame: memif 22.11 tx splits a frame chained over
+    // several descriptors into pieces when its ring fills mid-frame (measured
+    // with rma_frame_pump: 4154 B frames over 2048 B buffers arrived as
+    // 2048 B + 2106 B fragments), so frames never exceed one buffer.
+    info_.max_frame = std::min(kDataRoom, spec_.memif_bsize);
   } else if (spec_.kind == PortKind::kAfPacket) {
     if (if_nametoindex(spec_.name.c_str()) == 0) {
       return not_found("af_packet:" + spec_.name + ": no network interface of that name in this network namespace");
@@ -351,7 +355,18 @@ Status DpdkPort::configure() {
   std::memcpy(info_.mac.data(), addr.addr_bytes, 6);
   (void)rte_eth_promiscuous_enable(port_id_);  // frames for a MAC the PMD does not know
 
-  rc = rte_eth_dev_start(port_id_);
+  // A memif client cannot start while no server listens on the socket:
+  // retry until the link wait runs out, so either side may start first.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(spec_.link_wait_ms);
+  const bool retry = spec_.kind == PortKind::kMemif && !spec_.memif_server;
+  while ((rc = rte_eth_dev_start(port_id_)) != 0 && retry && Clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  if (rc != 0 && retry) {
+    return timeout_error(n + ": memif client could not connect within " + std::to_string(spec_.link_wait_ms) +
+                         " ms (no server listening on abstract socket '" + spec_.name + "'; last error " +
+                         rte_err(rc) + ")");
+  }
   if (rc != 0) return io_error(n + ": rte_eth_dev_start failed: " + rte_err(rc), 0);
   started_ = true;
   scratch_.resize(kDataRoom);
@@ -361,7 +376,6 @@ Status DpdkPort::configure() {
     return Status();
   }
   if (spec_.link_wait_ms == 0) return Status();  // poll() notices link up
-  const auto deadline = Clock::now() + std::chrono::milliseconds(spec_.link_wait_ms);
   while (!link_up()) {
     if (Clock::now() >= deadline) {
       return timeout_error(n + ": memif link not up within " + std::to_string(spec_.link_wait_ms) + " ms (" +

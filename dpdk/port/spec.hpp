@@ -5,7 +5,8 @@
 // Grammar (options are comma separated, after the name):
 //   memif:server:<socket>[,opts]   memif:client:<socket>[,opts]
 //       abstract unix socket <socket> (no file is created); the server listens.
-//       opts: rsize=<log2 ring slots, 1..14> bsize=<buffer bytes, 128..65535>
+//       opts: rsize=<log2 ring slots, 1..14, default 10> bsize=<buffer bytes, 128..65535, default
+//             9216; also the largest frame carried>
 //             wait=<ms to wait for link up in open_port; 0 = do not wait>
 //   ring:<name>        in-process pair: the 2nd open of <name> is wired to the 1st
 //   af_packet:<ifname>[,framesz=N][,blocksz=N][,framecnt=N]  (root/CAP_NET_RAW)
@@ -39,7 +40,7 @@ struct PortSpec {
   std::uint32_t ipv4 = 0;    // host byte order; 0 = none
   // memif
   std::uint32_t memif_rsize = 10;     // log2 of ring slots
-  std::uint32_t memif_bsize = 2048;   // bytes per descriptor buffer
+  std::uint32_t memif_bsize = 9216;   // bytes per descriptor buffer = max frame (see dpdk_port.cpp)
   std::uint32_t link_wait_ms = 10000; // open_port waits this long for link up
   // af_packet
   std::uint32_t framesz = 8192;

@@ -11,20 +11,20 @@ namespace rma::roce::rc {
 
 namespace {
 
-bool is_rd_atomic(Opcode op) noexcept {
-  return op == Opcode::kRdmaRead || op == Opcode::kAtomicFetchAdd || op == Opcode::kAtomicCmpSwap;
+bool is_rd_atomic(VerbOp op) noexcept {
+  return op == VerbOp::kRdmaRead || op == VerbOp::kAtomicFetchAdd || op == VerbOp::kAtomicCmpSwap;
 }
-bool is_atomic(Opcode op) noexcept {
-  return op == Opcode::kAtomicFetchAdd || op == Opcode::kAtomicCmpSwap;
+bool is_atomic(VerbOp op) noexcept {
+  return op == VerbOp::kAtomicFetchAdd || op == VerbOp::kAtomicCmpSwap;
 }
 std::uint32_t packets_for(std::uint32_t len, std::uint32_t mtu) noexcept {
   return len == 0 ? 1 : (len + mtu - 1) / mtu;
 }
 std::uint32_t psn_diff(std::uint32_t a, std::uint32_t b) noexcept { return (a - b) & kPsnMask; }
-Opcode completion_opcode(Opcode op) noexcept {
+VerbOp completion_opcode(VerbOp op) noexcept {
   switch (op) {
-    case Opcode::kRdmaWriteWithImm: return Opcode::kRdmaWrite;
-    case Opcode::kSendWithImm: return Opcode::kSend;
+    case VerbOp::kRdmaWriteWithImm: return VerbOp::kRdmaWrite;
+    case VerbOp::kSendWithImm: return VerbOp::kSend;
     default: return op;
   }
 }
@@ -130,13 +130,13 @@ const char* RcQp::check_send(const WorkRequest& wr, StatusCode& code) const noex
   if (s != QpState::kRts) return "QP is not in RTS state";
   code = StatusCode::kInvalidArgument;
   switch (wr.opcode) {
-    case Opcode::kRdmaWrite:
-    case Opcode::kRdmaWriteWithImm:
-    case Opcode::kRdmaRead:
-    case Opcode::kAtomicFetchAdd:
-    case Opcode::kAtomicCmpSwap:
-    case Opcode::kSend:
-    case Opcode::kSendWithImm:
+    case VerbOp::kRdmaWrite:
+    case VerbOp::kRdmaWriteWithImm:
+    case VerbOp::kRdmaRead:
+    case VerbOp::kAtomicFetchAdd:
+    case VerbOp::kAtomicCmpSwap:
+    case VerbOp::kSend:
+    case VerbOp::kSendWithImm:
       break;
     default:
       return "opcode not valid for post";
@@ -149,7 +149,7 @@ const char* RcQp::check_send(const WorkRequest& wr, StatusCode& code) const noex
     if (wr.sgl.size() != 1 || wr.sgl[0].length != 8) return "atomic needs exactly one 8-byte SGE";
     if ((wr.remote_addr & 7u) != 0) return "atomic remote_addr not 8-byte aligned";
   }
-  if (inl && (wr.opcode == Opcode::kRdmaRead || is_atomic(wr.opcode))) {
+  if (inl && (wr.opcode == VerbOp::kRdmaRead || is_atomic(wr.opcode))) {
     return "inline is only valid for SEND and RDMA WRITE";
   }
   std::uint64_t total = 0;
@@ -188,7 +188,7 @@ void RcQp::enqueue_send(const WorkRequest& wr, std::uint32_t length) noexcept {
     w.num_sge = static_cast<std::uint32_t>(wr.sgl.size());
     // Local protection is checked now; a failure completes this request
     // with LOC_PROT_ERR once everything before it has completed.
-    const bool writes_local = wr.opcode == Opcode::kRdmaRead || is_atomic(wr.opcode);
+    const bool writes_local = wr.opcode == VerbOp::kRdmaRead || is_atomic(wr.opcode);
     w.vendor_err = check_local_sgl(engine_.keys(), pd_, send_sgl(seq), length,
                                    writes_local ? Access::kLocalWrite : Access::kNone);
   }
@@ -319,7 +319,7 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
   std::uint32_t used = 1;  // PSNs this packet consumes
   bool last = true;
   switch (w.opcode) {
-    case Opcode::kRdmaRead: {
+    case VerbOp::kRdmaRead: {
       const std::uint64_t off = std::uint64_t{psn_diff(psn, w.first_psn)} * mtu_;
       fill_headers(h, static_cast<std::uint8_t>(RoceOp::kReadRequest), psn);
       h.reth_va = w.remote_addr + off;
@@ -328,15 +328,15 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       used = psn_diff(w.last_psn, psn) + 1;
       break;
     }
-    case Opcode::kAtomicFetchAdd:
-    case Opcode::kAtomicCmpSwap:
-      fill_headers(h, static_cast<std::uint8_t>(w.opcode == Opcode::kAtomicFetchAdd ? RoceOp::kFetchAdd
+    case VerbOp::kAtomicFetchAdd:
+    case VerbOp::kAtomicCmpSwap:
+      fill_headers(h, static_cast<std::uint8_t>(w.opcode == VerbOp::kAtomicFetchAdd ? RoceOp::kFetchAdd
                                                                                     : RoceOp::kCompareSwap),
                    psn);
       h.atomic_va = w.remote_addr;
       h.atomic_rkey = w.rkey;
-      h.atomic_swap_add = w.opcode == Opcode::kAtomicFetchAdd ? w.compare_add : w.swap;
-      h.atomic_compare = w.opcode == Opcode::kAtomicFetchAdd ? 0 : w.compare_add;
+      h.atomic_swap_add = w.opcode == VerbOp::kAtomicFetchAdd ? w.compare_add : w.swap;
+      h.atomic_compare = w.opcode == VerbOp::kAtomicFetchAdd ? 0 : w.compare_add;
       break;
     default: {
       const std::uint32_t i = send_pkt_;
@@ -344,8 +344,8 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       last = i + 1 >= w.npkts;
       const std::uint64_t off = std::uint64_t{i} * mtu_;
       len = static_cast<std::size_t>(std::min<std::uint64_t>(mtu_, w.length - std::min<std::uint64_t>(off, w.length)));
-      const bool write = w.opcode == Opcode::kRdmaWrite || w.opcode == Opcode::kRdmaWriteWithImm;
-      const bool imm = w.opcode == Opcode::kRdmaWriteWithImm || w.opcode == Opcode::kSendWithImm;
+      const bool write = w.opcode == VerbOp::kRdmaWrite || w.opcode == VerbOp::kRdmaWriteWithImm;
+      const bool imm = w.opcode == VerbOp::kRdmaWriteWithImm || w.opcode == VerbOp::kSendWithImm;
       RoceOp op;
       if (write) {
         op = first && last ? (imm ? RoceOp::kWriteOnlyImm : RoceOp::kWriteOnly)
@@ -435,7 +435,7 @@ void RcQp::complete_send(std::uint64_t seq, WcStatus status, std::uint32_t byte_
   if (!send_cq_->push(e)) cq_lost_ = true;
 }
 
-void RcQp::complete_recv(WcStatus status, Opcode opcode, std::uint32_t byte_len, bool has_imm,
+void RcQp::complete_recv(WcStatus status, VerbOp opcode, std::uint32_t byte_len, bool has_imm,
                          std::uint32_t imm, std::uint32_t vendor_err) noexcept {
   const std::uint64_t seq = rq_next_++;
   CqEntry e;
@@ -479,7 +479,7 @@ void RcQp::enter_error() noexcept {
   }
   sq_send_ = sq_assigned_ = sq_tail_;
   rd_atomic_outstanding_ = 0;
-  while (rq_next_ < rq_tail_) complete_recv(WcStatus::kWrFlushErr, Opcode::kRecv, 0, false, 0, kVeFlushed);
+  while (rq_next_ < rq_tail_) complete_recv(WcStatus::kWrFlushErr, VerbOp::kRecv, 0, false, 0, kVeFlushed);
   for (Resource& r : res_) r.pending = false;
   ack_pending_ = false;
   in_msg_ = InMsg::kNone;
@@ -522,12 +522,11 @@ bool RcQp::ack_through(std::uint32_t psn) noexcept {
 }
 
 void RcQp::fast_retry() noexcept {
-  if (fast_retried_ || !outstanding()) return;  // once per position; the timer covers the rest
-  if (retries_left_ == 0) {
-    fail_head(WcStatus::kRetryExcErr, kVeRetryExceeded);
-    return;
-  }
-  --retries_left_;
+  // Once per position (and once more after each timeout): the local ACK
+  // timer covers the rest. Only timeouts spend retry_cnt, so a peer that
+  // answers, however lossily, is never given up on, one that is silent is
+  // after retry_cnt timeouts, and fast retries stay bounded by timeouts.
+  if (fast_retried_ || !outstanding()) return;
   fast_retried_ = true;
   ++ctr_.fast_retries;
   rewind_to_comp();
@@ -685,7 +684,7 @@ void RcQp::on_response(const Packet& pkt) noexcept {
   }
 
   // READ response.
-  if (w.opcode != Opcode::kRdmaRead) {
+  if (w.opcode != VerbOp::kRdmaRead) {
     ++ctr_.bad_responses;
     return;
   }

@@ -99,7 +99,7 @@ class RcQp {
     std::uint32_t num_sge;      // 0 when inline
     std::uint32_t vendor_err;   // local check failed at post time (kLocProtErr)
     std::uint32_t first_psn, last_psn, npkts;
-    Opcode opcode;
+    VerbOp opcode;
     bool done;                  // READ fully received / atomic answered
   };
   struct RecvWqe {
@@ -157,7 +157,7 @@ class RcQp {
   bool transmit_responses() noexcept;
   bool send_read_response(Resource& r) noexcept;
   bool send_ack(std::uint8_t syndrome, std::uint32_t psn, bool atomic, std::uint64_t orig) noexcept;
-  void complete_recv(WcStatus status, Opcode opcode, std::uint32_t byte_len, bool has_imm,
+  void complete_recv(WcStatus status, VerbOp opcode, std::uint32_t byte_len, bool has_imm,
                      std::uint32_t imm, std::uint32_t vendor_err) noexcept;
 
   void enter_error() noexcept;

@@ -151,7 +151,7 @@ bool RcQp::execute_write(const Packet& pkt, bool first, bool last, bool imm) noe
   in_msg_ = last ? InMsg::kNone : InMsg::kWrite;
   if (last) {
     msn_ = psn_add(msn_, 1);
-    if (imm) complete_recv(WcStatus::kSuccess, Opcode::kRecvRdmaWithImm, write_total_, true, pkt.h.imm, kVeNone);
+    if (imm) complete_recv(WcStatus::kSuccess, VerbOp::kRecvRdmaWithImm, write_total_, true, pkt.h.imm, kVeNone);
   }
   return true;
 }
@@ -173,7 +173,7 @@ bool RcQp::execute_send(const Packet& pkt, bool first, bool last, bool imm) noex
     if (check_local_sgl(engine_.keys(), pd_, rsgl, room, Access::kLocalWrite) != kVeNone) {
       // The receiver's own buffer is bad: it sees a local protection error,
       // the requester a remote operational error.
-      complete_recv(WcStatus::kLocProtErr, Opcode::kRecv, 0, false, 0, kVeRecvBufferInvalid);
+      complete_recv(WcStatus::kLocProtErr, VerbOp::kRecv, 0, false, 0, kVeRecvBufferInvalid);
       responder_error(kNakRemoteOperationalError, kVeRecvBufferInvalid);
       return false;
     }
@@ -188,7 +188,7 @@ bool RcQp::execute_send(const Packet& pkt, bool first, bool last, bool imm) noex
   std::uint64_t room = 0;
   for (const Sge& sge : rsgl) room += sge.length;
   if (std::uint64_t{recv_offset_} + p > room) {
-    complete_recv(WcStatus::kLocLenErr, Opcode::kRecv, 0, false, 0, kVeRecvTooSmall);
+    complete_recv(WcStatus::kLocLenErr, VerbOp::kRecv, 0, false, 0, kVeRecvTooSmall);
     responder_error(kNakInvalidRequest, kVeRecvTooSmall);
     return false;
   }
@@ -197,7 +197,7 @@ bool RcQp::execute_send(const Packet& pkt, bool first, bool last, bool imm) noex
   in_msg_ = last ? InMsg::kNone : InMsg::kSend;
   if (last) {
     msn_ = psn_add(msn_, 1);
-    complete_recv(WcStatus::kSuccess, Opcode::kRecv, recv_offset_, imm, pkt.h.imm, kVeNone);
+    complete_recv(WcStatus::kSuccess, VerbOp::kRecv, recv_offset_, imm, pkt.h.imm, kVeNone);
   }
   return true;
 }

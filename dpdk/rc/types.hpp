@@ -17,6 +17,7 @@
 namespace rma::roce::rc {
 
 using Clock = std::chrono::steady_clock;
+using VerbOp = ::rma::Opcode;  // work-request opcodes (rma::roce::Opcode is the wire's)
 
 // ---------------------------------------------------------------- counters
 // Protocol counters, kept per QP and summed per device. All monotonic.

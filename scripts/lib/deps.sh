@@ -13,6 +13,10 @@ RMA_DEBIAN_PACKAGES=(
   libibverbs-dev librdmacm-dev ibverbs-providers  # verbs provider
   dpdk-dev libdpdk-dev              # software RoCE v2 NIC (dpdk/)
   libisal-dev                       # ISA-L: ICRC (CRC32) for the RoCE v2 wire format (dpdk/wire/)
+  tshark                            # decodes our pcap captures as RoCE v2 (wire tests)
+  clang libclang-rt-14-dev          # libFuzzer for fuzz/ (parser fuzzing)
+  libmpich-dev mpich                # MPI_Pack oracle for the datatype differential test
+  iproute2                          # network namespaces and veth pairs for port tests
 )
 
 # Runs apt-get as root, through sudo when we are not root.

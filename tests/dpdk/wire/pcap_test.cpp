@@ -302,6 +302,10 @@ TEST(PcapTshark, DissectsWhatWeBuilt) {
         w.write(pkts[i].frame());
       }
     }
+    // Negative control: a COMPARE_SWAP cut inside its AtomicETH must be
+    // reported as malformed, so the empty-column checks below mean something.
+    const Bytes cut = cs.frame();
+    w.write(std::span<const std::uint8_t>(cut.data(), 60));
     ASSERT_TRUE(w.close().ok());
   }
 
@@ -315,8 +319,10 @@ TEST(PcapTshark, DissectsWhatWeBuilt) {
   for (const auto& f : fields) cmd += " -e " + f;
   cmd += " 2>/dev/null";
   const auto rows = split_lines(run(cmd));
-  ASSERT_EQ(rows.size(), pkts.size()) << "tshark output for " << path;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
+  ASSERT_EQ(rows.size(), pkts.size() + 1) << "tshark output for " << path;
+  ASSERT_EQ(rows.back().size(), std::size(fields));
+  EXPECT_NE(rows.back()[12], "") << "truncated frame not reported as malformed";
+  for (std::size_t i = 0; i < pkts.size(); ++i) {
     const auto& r = rows[i];
     const Headers& h = pkts[i].h;
     SCOPED_TRACE(std::string(opcode_name(h.opcode)));

@@ -1,0 +1,225 @@
+// BW tests (perftest's run_iter_bw): the client keeps up to tx-depth
+// WRITEs/READs/atomics outstanding per QP, signals every cq-mod-th one and
+// polls completions in batches; the server is passive (one-sided) and
+// prints the client's results.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "session.hpp"
+
+namespace rma::perftest {
+namespace {
+
+constexpr int kPollBatch = 16;  // CTX_POLL_BATCH
+
+double unit_factor(bool gbits) { return gbits ? 125000000.0 : static_cast<double>(0x100000); }
+
+struct Loop {
+  Session& s;
+  std::uint64_t size;
+  std::vector<Sge> sges;
+  std::vector<WorkRequest> wrs;
+  std::vector<std::uint64_t> scnt, ccnt, since_signal;
+  std::uint64_t totscnt = 0, totccnt = 0;
+  std::vector<std::int64_t> posted, completed;
+  bool record = true;      // iterations mode: keep timestamps
+  bool no_peak = false;
+  std::uint64_t total = 0;
+  std::int64_t last_completion = 0;
+  std::int64_t last_progress = 0;
+  Completion wc[kPollBatch];
+
+  Loop(Session& session, std::uint64_t msg_size) : s(session), size(msg_size) {
+    const Options& o = s.opt;
+    const std::size_t nq = s.qps.size();
+    sges.resize(nq);
+    wrs.resize(nq);
+    scnt.assign(nq, 0);
+    ccnt.assign(nq, 0);
+    since_signal.assign(nq, 0);
+    for (std::size_t i = 0; i < nq; ++i) {
+      QpCtx& q = s.qps[i];
+      Sge& sge = sges[i];
+      WorkRequest& wr = wrs[i];
+      sge.addr = reinterpret_cast<std::uint64_t>(q.local_buf);
+      sge.lkey = s.reg.lkey();
+      wr.sgl = {&sge, 1};
+      wr.remote_addr = q.remote.vaddr;
+      wr.rkey = q.remote.rkey;
+      switch (o.tool.verb) {
+        case Verb::kWrite:
+          wr.opcode = Opcode::kRdmaWrite;
+          sge.length = static_cast<std::uint32_t>(size);
+          break;
+        case Verb::kRead:
+          wr.opcode = Opcode::kRdmaRead;
+          sge.length = static_cast<std::uint32_t>(size);
+          break;
+        case Verb::kAtomic:
+          sge.length = 8;
+          if (o.atomic_type == AtomicType::kFetchAndAdd) {
+            wr.opcode = Opcode::kAtomicFetchAdd;
+            wr.compare_add = 1;
+          } else {
+            wr.opcode = Opcode::kAtomicCmpSwap;
+            wr.compare_add = 0;
+            wr.swap = 0;
+          }
+          break;
+      }
+    }
+    no_peak = o.no_peak;
+  }
+
+  std::uint32_t inline_flag() const {
+    const Options& o = s.opt;
+    return (o.tool.verb == Verb::kWrite && o.inline_size > 0 && size <= o.inline_size) ? kWrInline : 0;
+  }
+
+  void post(std::size_t i, bool signaled) {
+    WorkRequest& wr = wrs[i];
+    const std::uint64_t count = since_signal[i] + 1;
+    wr.flags = (signaled ? kWrSignaled : 0u) | inline_flag();
+    wr.wr_id = (static_cast<std::uint64_t>(i) << 32) | (signaled ? count : 0);
+    if (record && (!no_peak || totscnt == 0)) posted[no_peak ? 0 : totscnt] = now_ns();
+    PostResult pr = s.qps[i].qp->post({&wr, 1});
+    if (!pr.ok()) {
+      char qpn[32];
+      std::snprintf(qpn, sizeof qpn, "%#x", s.qps[i].qp->qp_num());
+      fatal(s, std::string("post on QP ") + qpn + " failed: " + pr.to_status().to_string());
+    }
+    since_signal[i] = signaled ? 0 : count;
+    ++scnt[i];
+    ++totscnt;
+  }
+
+  // Polls one batch; returns how many completions arrived.
+  int poll() {
+    int n = s.cq->poll({wc, kPollBatch});
+    if (n < 0) fatal(s, std::string("completion queue overrun: ") + s.cq->overrun_reason());
+    if (n == 0) return 0;
+    const std::int64_t t = now_ns();
+    for (int k = 0; k < n; ++k) {
+      const Completion& c = wc[k];
+      if (c.status != WcStatus::kSuccess) fatal(s, completion_error(c));
+      const std::size_t i = static_cast<std::size_t>(c.wr_id >> 32);
+      const std::uint64_t cnt = c.wr_id & 0xffffffffu;
+      if (i >= ccnt.size() || cnt == 0) fatal(s, "unexpected completion (wr_id " + std::to_string(c.wr_id) + ")");
+      ccnt[i] += cnt;
+      const std::uint64_t prev = totccnt;
+      totccnt += cnt;
+      if (record) {
+        if (!no_peak) {
+          for (std::uint64_t j = prev; j < totccnt && j < total; ++j) completed[j] = t;
+        } else if (totccnt >= total) {
+          completed[0] = t;
+        }
+      }
+    }
+    last_completion = t;
+    last_progress = t;
+    return n;
+  }
+
+  void check_stall(std::uint64_t& idle) {
+    if (++idle % 4096 != 0) return;
+    const std::int64_t t = now_ns();
+    keep_alive(s);
+    const std::int64_t limit = std::max<std::int64_t>(10000, s.opt.oob_timeout_ms) * 1000000;
+    if (t - last_progress > limit) {
+      fatal(s, "no completion for " + std::to_string(limit / 1000000000) + " s with " +
+                   std::to_string(totscnt - totccnt) + " work requests outstanding");
+    }
+  }
+
+  BwResult run_iterations() {
+    const Options& o = s.opt;
+    const std::size_t nq = s.qps.size();
+    total = o.iters * nq;
+    posted.assign(no_peak ? 1 : total, 0);
+    completed.assign(no_peak ? 1 : total, 0);
+    last_progress = now_ns();
+    std::uint64_t idle = 0;
+    while (totscnt < total || totccnt < total) {
+      for (std::size_t i = 0; i < nq; ++i) {
+        while (scnt[i] < o.iters && scnt[i] - ccnt[i] < o.tx_depth) {
+          const bool signaled = ((scnt[i] + 1) % o.cq_mod == 0) || scnt[i] == o.iters - 1;
+          post(i, signaled);
+        }
+      }
+      if (totccnt < totscnt && poll() == 0) check_stall(idle);
+    }
+    return compute_bw(posted, completed, size, total, o.cq_mod, no_peak, o.report_gbits);
+  }
+
+  BwResult run_duration() {
+    const Options& o = s.opt;
+    const std::size_t nq = s.qps.size();
+    record = false;
+    const std::int64_t start = now_ns();
+    const std::int64_t end = start + static_cast<std::int64_t>(o.duration) * 1000000000;
+    last_progress = start;
+    last_completion = start;
+    std::uint64_t idle = 0, spins = 0;
+    for (;;) {
+      if ((++spins & 63) == 0 && now_ns() >= end) break;
+      for (std::size_t i = 0; i < nq; ++i) {
+        while (scnt[i] - ccnt[i] < o.tx_depth) post(i, (scnt[i] + 1) % o.cq_mod == 0);
+      }
+      if (poll() == 0) check_stall(idle);
+    }
+    // Stop: cover the unsignalled tail of every QP with one signalled request, then drain.
+    for (std::size_t i = 0; i < nq; ++i) {
+      if (since_signal[i] == 0) continue;
+      while (scnt[i] - ccnt[i] >= o.tx_depth) {
+        if (poll() == 0) check_stall(idle);
+      }
+      post(i, true);
+    }
+    while (totccnt < totscnt) {
+      if (poll() == 0) check_stall(idle);
+    }
+    return compute_bw_duration(size, totccnt, last_completion - start, o.report_gbits);
+  }
+};
+
+BwResult convert_units(BwResult r, bool from_gbits, bool to_gbits) {
+  if (from_gbits == to_gbits) return r;
+  const double k = unit_factor(from_gbits) / unit_factor(to_gbits);
+  r.bw_peak *= k;
+  r.bw_avg *= k;
+  return r;
+}
+
+}  // namespace
+
+void run_bw(Session& s) {
+  const Options& o = s.opt;
+  std::printf("%s", format_bw_table_header(o.report_gbits).c_str());
+  std::fflush(stdout);
+  std::vector<BwResult> results;
+  for (std::uint64_t size : o.sizes(s.dev->caps().max_msg_size)) {
+    if (Status st = s.oob.sync(); !st.ok()) fatal(s, st.message());
+    BwResult r;
+    if (o.is_server()) {
+      auto payload = s.oob.expect(FrameType::kReport);
+      if (!payload.ok()) fatal(s, payload.status().message());
+      const bool their_gbits = !payload->empty() && (*payload)[0] == 'G';
+      auto decoded = decode_bw_result(payload->size() > 2 ? payload->substr(2) : std::string());
+      if (!decoded.ok()) fatal(s, decoded.status().message());
+      r = convert_units(*decoded, their_gbits, o.report_gbits);
+    } else {
+      Loop loop(s, size);
+      r = o.duration_mode() ? loop.run_duration() : loop.run_iterations();
+      const std::string payload = std::string(o.report_gbits ? "G " : "M ") + encode_bw_result(r);
+      if (Status st = s.oob.send(FrameType::kReport, payload); !st.ok()) fatal(s, st.message());
+    }
+    std::printf("%s", format_bw_row(r, o.report_gbits).c_str());
+    std::fflush(stdout);
+    results.push_back(r);
+  }
+  write_json_file(s, results, {}, {});
+}
+
+}  // namespace rma::perftest

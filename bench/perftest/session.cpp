@@ -1,0 +1,301 @@
+#include "session.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "rma/registry.hpp"
+
+namespace rma::perftest {
+namespace {
+
+constexpr std::uint32_t kConnectRetryMs = 5000;
+
+std::string settings_string(const Options& o) {
+  std::string s;
+  s += "test=" + std::string(o.tool.name);
+  s += " size=" + (o.all ? std::string("all") : std::to_string(o.size));
+  s += " iters=" + (o.duration_mode() ? std::string("-") : std::to_string(o.iters));
+  s += " duration=" + std::to_string(o.duration);
+  s += " qps=" + std::to_string(o.num_qps);
+  if (o.tool.verb == Verb::kAtomic) s += " atomic=" + std::string(atomic_type_name(o.atomic_type));
+  return s;
+}
+
+const char* flag_of(const std::string& key) {
+  if (key == "test") return "the tool";
+  if (key == "size") return "-s/--size (or -a)";
+  if (key == "iters") return "-n/--iters";
+  if (key == "duration") return "-D/--duration";
+  if (key == "qps") return "-q/--qp";
+  if (key == "atomic") return "-A/--atomic_type";
+  return "a setting";
+}
+
+// "" when equal, else which setting differs.
+std::string compare_settings(const std::string& mine, const std::string& theirs) {
+  auto split = [](const std::string& s) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+      std::size_t end = s.find(' ', pos);
+      if (end == std::string::npos) end = s.size();
+      std::string item = s.substr(pos, end - pos);
+      std::size_t eq = item.find('=');
+      if (eq != std::string::npos) kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+      pos = end + 1;
+    }
+    return kv;
+  };
+  auto a = split(mine), b = split(theirs);
+  for (const auto& [k, v] : a) {
+    std::string other = "(unset)";
+    for (const auto& [k2, v2] : b) {
+      if (k2 == k) other = v2;
+    }
+    if (other != v) {
+      return std::string("the server and the client disagree on ") + flag_of(k) + ": server " + k + "=" + v +
+             ", client " + k + "=" + other + "; give both sides the same options";
+    }
+  }
+  if (a.size() != b.size()) return "the server and the client disagree on the test settings ('" + mine + "' vs '" + theirs + "')";
+  return {};
+}
+
+}  // namespace
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Session::~Session() {
+  qps.clear();
+  reg.reset();
+  cache.reset();
+  std::free(buffer);
+}
+
+void fatal(Session& s, const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: %s\n", s.opt.tool.name, message.c_str());
+  std::fflush(stderr);
+  if (s.oob.valid()) (void)s.oob.send(FrameType::kError, std::string(s.opt.is_server() ? "server" : "client") + ": " + message);
+  std::_Exit(1);
+}
+
+std::string completion_error(const Completion& c) {
+  char qpn[32];
+  std::snprintf(qpn, sizeof qpn, "%#x", c.qp_num);
+  std::string m = "completion error: " + std::string(wc_status_name(c.status)) + " (" +
+                  std::string(wc_status_description(c.status)) + ") on QP " + qpn;
+  m += " (" + std::string(opcode_name(c.opcode)) + ", wr_id " + std::to_string(c.wr_id & 0xffffffffu) + ")";
+  if (c.vendor_err != 0) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%#x", c.vendor_err);
+    m += std::string(", vendor_err ") + v;
+  }
+  return m;
+}
+
+void setup(Session& s) {
+  Options& o = s.opt;
+  // 1. The OOB connection: network first, so that an unreachable server or
+  //    a port in use is reported whatever the transport.
+  if (o.is_server()) {
+    auto lfd = oob_listen(o.bind_addr, o.port);
+    if (!lfd.ok()) fatal(s, lfd.status().message());
+    std::printf("%s", format_waiting_banner().c_str());
+    std::fflush(stdout);
+    auto ch = oob_accept(*lfd, o.oob_timeout_ms);
+    ::close(*lfd);
+    if (!ch.ok()) fatal(s, ch.status().message());
+    s.oob = std::move(ch).value();
+  } else {
+    auto ch = oob_connect(o.host, o.port, kConnectRetryMs, o.oob_timeout_ms);
+    if (!ch.ok()) fatal(s, ch.status().message());
+    s.oob = std::move(ch).value();
+  }
+  if (Status st = s.oob.exchange_version(); !st.ok()) fatal(s, st.message());
+
+  // 2. The symmetric settings (perftest's "(SYMMETRIC)" flags) must agree.
+  const std::string mine = settings_string(o);
+  if (o.is_server()) {
+    auto theirs = s.oob.expect(FrameType::kSettings);
+    if (!theirs.ok()) fatal(s, theirs.status().message());
+    std::string diff = compare_settings(mine, *theirs);
+    if (!diff.empty()) fatal(s, diff);
+    if (Status st = s.oob.send(FrameType::kOk); !st.ok()) fatal(s, st.message());
+  } else {
+    if (Status st = s.oob.send(FrameType::kSettings, mine); !st.ok()) fatal(s, st.message());
+    auto ok = s.oob.expect(FrameType::kOk);
+    if (!ok.ok()) fatal(s, ok.status().message());
+  }
+
+  // 3. The provider and device.
+  auto& registry = ProviderRegistry::global();
+  auto provider = registry.select(o.transport);
+  if (!provider.ok()) fatal(s, "--transport: " + provider.status().message());
+  s.provider = std::string((*provider)->name());
+  if (s.provider == "self") {
+    fatal(s, "the 'self' provider is in-process only: it cannot connect two processes (this server and its "
+             "client); choose a network provider with --transport=softroce or --transport=verbs"
+             " (or change RMA_PROVIDER)");
+  }
+  if (s.provider == "softroce") {
+    if (!o.port_type.empty() || std::getenv("RMA_SOFTROCE_PORT") == nullptr) {
+      ::setenv("RMA_SOFTROCE_PORT", softroce_port_spec(o).c_str(), 1);
+    }
+  } else if (!o.port_type.empty()) {
+    fatal(s, "--port_type applies to the softroce provider only (the transport is " + s.provider + ")");
+  }
+  auto dev = registry.open(s.provider, o.ib_dev);
+  if (!dev.ok()) fatal(s, "cannot open device: " + dev.status().message());
+  s.dev = *dev;
+  const DeviceInfo& info = s.dev->info();
+  if (Status st = check_against_device(o, info); !st.ok()) fatal(s, st.message());
+  const std::uint32_t mtu = o.mtu != 0 ? o.mtu : info.caps.path_mtu;
+  s.header = header_info(info, mtu);
+
+  // 4. Memory: one region per QP, two halves of `slot` bytes each.
+  const std::uint64_t max_size = o.max_size(info.caps.max_msg_size);
+  s.slot = static_cast<std::size_t>(((std::max<std::uint64_t>(max_size, 64) + 4095) / 4096) * 4096);
+  s.buffer_bytes = s.slot * 2 * o.num_qps;
+  s.buffer = static_cast<std::uint8_t*>(std::aligned_alloc(4096, s.buffer_bytes));
+  if (s.buffer == nullptr) fatal(s, "cannot allocate " + std::to_string(s.buffer_bytes) + " bytes of buffer");
+  std::memset(s.buffer, 0, s.buffer_bytes);
+
+  auto pd = s.dev->alloc_pd();
+  if (!pd.ok()) fatal(s, "cannot allocate a protection domain: " + pd.status().message());
+  s.pd = *pd;
+  auto cache = RegistrationCache::create(s.pd);
+  if (!cache.ok()) fatal(s, "cannot create the registration cache: " + cache.status().message());
+  s.cache = std::move(cache).value();
+  auto reg = s.cache->acquire(s.buffer, s.buffer_bytes, kAllAccess);
+  if (!reg.ok()) fatal(s, "cannot register " + std::to_string(s.buffer_bytes) + " bytes: " + reg.status().message());
+  s.reg = std::move(reg).value();
+
+  std::uint64_t cq_depth = std::uint64_t{o.tx_depth} * o.num_qps + 64;
+  if (info.caps.max_cqe != 0 && cq_depth > info.caps.max_cqe) cq_depth = info.caps.max_cqe;
+  auto cq = s.dev->create_cq(static_cast<std::uint32_t>(cq_depth));
+  if (!cq.ok()) fatal(s, "cannot create a completion queue of depth " + std::to_string(cq_depth) + ": " + cq.status().message());
+  s.cq = *cq;
+
+  s.qps.resize(o.num_qps);
+  for (std::uint32_t i = 0; i < o.num_qps; ++i) {
+    QpCtx& q = s.qps[i];
+    QpConfig cfg;
+    cfg.send_cq = cfg.recv_cq = s.cq;
+    cfg.max_send_wr = o.tx_depth;
+    cfg.max_recv_wr = 1;
+    cfg.max_inline_data = o.inline_size;
+    cfg.max_rd_atomic = o.outs;
+    cfg.path_mtu = o.mtu;
+    auto qp = s.pd->create_qp(cfg);
+    if (!qp.ok()) fatal(s, "cannot create QP " + std::to_string(i) + ": " + qp.status().message());
+    q.qp = std::move(qp).value();
+    q.target = s.buffer + s.slot * 2 * i;
+    q.local_buf = q.target + s.slot;
+    auto addr = q.qp->local_address();
+    if (!addr.ok()) fatal(s, "cannot read the address of QP " + std::to_string(i) + ": " + addr.status().message());
+    q.local.address = *addr;
+    q.local.qpn = q.qp->qp_num();
+    q.local.psn = 0;  // the provider picks the PSN; the contract does not expose it
+    q.local.rkey = s.reg.rkey();
+    q.local.vaddr = reinterpret_cast<std::uint64_t>(q.target);
+    q.local.size = s.slot;
+    q.local.out_reads = o.outs;
+    q.local.gid = info.gid;
+  }
+
+  // 5. Exchange QP records and connect (perftest prints all local addresses, then the remote ones).
+  const bool gid = show_gid(o, s.header);
+  std::printf("%s", format_header(o, s.header).c_str());
+  for (auto& q : s.qps) std::printf("%s", format_address("local", q.local, o.tool.verb, gid).c_str());
+  std::fflush(stdout);
+  for (auto& q : s.qps) {
+    if (Status st = s.oob.send(FrameType::kQpInfo, encode_qp_info(q.local)); !st.ok()) fatal(s, st.message());
+  }
+  for (auto& q : s.qps) {
+    auto payload = s.oob.expect(FrameType::kQpInfo);
+    if (!payload.ok()) fatal(s, payload.status().message());
+    auto info_r = decode_qp_info(*payload);
+    if (!info_r.ok()) fatal(s, info_r.status().message());
+    q.remote = *info_r;
+    if (q.remote.size < std::min<std::uint64_t>(max_size, s.slot)) {
+      fatal(s, "the peer's buffer (" + std::to_string(q.remote.size) + " bytes) is smaller than the message size");
+    }
+  }
+  for (auto& q : s.qps) std::printf("%s", format_address("remote", q.remote, o.tool.verb, gid).c_str());
+  for (std::size_t i = 0; i < s.qps.size(); ++i) {
+    if (Status st = s.qps[i].qp->connect(s.qps[i].remote.address); !st.ok()) {
+      fatal(s, "cannot connect QP " + std::to_string(i) + " to the peer: " + st.message());
+    }
+  }
+  // perftest: an additional handshake after the QPs reach RTR/RTS.
+  if (Status st = s.oob.sync(); !st.ok()) fatal(s, st.message());
+}
+
+void write_json_file(Session& s, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,
+                     const std::vector<LatDurationResult>& lat_dur) {
+  if (!s.opt.out_json) return;
+  const std::string text = format_json(s.opt, s.header, bw, lat, lat_dur);
+  std::FILE* f = std::fopen(s.opt.out_json_file.c_str(), "w");
+  if (f == nullptr) fatal(s, "cannot write the JSON report " + s.opt.out_json_file + ": " + std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) fatal(s, "cannot write the JSON report " + s.opt.out_json_file);
+}
+
+void keep_alive(Session& s) {
+  s.oob.heartbeat_if_due();
+  Frame f;
+  auto r = s.oob.poll_frame(f);
+  if (!r.ok()) fatal(s, r.status().message());
+  if (*r) {
+    fatal(s, std::string("OOB protocol error: unexpected ") + frame_type_name(f.type) + " from the peer during the test");
+  }
+}
+
+void finish(Session& s) {
+  if (s.opt.is_server()) {
+    auto r = s.oob.expect(FrameType::kDone);
+    if (!r.ok()) fatal(s, r.status().message());
+    (void)s.oob.send(FrameType::kDone);
+  } else {
+    if (Status st = s.oob.send(FrameType::kDone); !st.ok()) fatal(s, st.message());
+    auto r = s.oob.expect(FrameType::kDone);
+    if (!r.ok()) fatal(s, r.status().message());
+  }
+  std::printf("%s", kResultLine);
+  std::fflush(stdout);
+}
+
+int run_tool(const Tool& tool, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = parse_options(tool, args);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s: %s\n", tool.name, parsed.status().message().c_str());
+    return 1;
+  }
+  if (parsed->help) {
+    std::printf("%s", usage(tool).c_str());
+    return 0;
+  }
+  Session s;
+  s.opt = *parsed;
+  setup(s);
+  if (tool.test == TestKind::kBw) {
+    run_bw(s);
+  } else {
+    run_lat(s);
+  }
+  finish(s);
+  return 0;
+}
+
+}  // namespace rma::perftest

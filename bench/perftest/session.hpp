@@ -1,0 +1,77 @@
+// One run of a perftest-compatible tool: the OOB connection, the opened
+// device, the registered buffer, the CQ and QPs connected to the peer's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oob.hpp"
+#include "options.hpp"
+#include "report.hpp"
+#include "rma/provider.hpp"
+#include "rma/registration_cache.hpp"
+
+namespace rma::perftest {
+
+struct QpCtx {
+  std::unique_ptr<QueuePair> qp;
+  QpInfo local;
+  QpInfo remote;
+  std::uint8_t* target = nullptr;  // this QP's half that the peer reads/writes/atomics
+  std::uint8_t* local_buf = nullptr;  // source of WRITEs, sink of READs and atomic results
+};
+
+struct Session {
+  Options opt;
+  OobChannel oob;
+  std::string provider;
+  std::shared_ptr<Device> dev;
+  std::shared_ptr<ProtectionDomain> pd;
+  std::unique_ptr<RegistrationCache> cache;
+  std::shared_ptr<CompletionQueue> cq;
+  std::vector<QpCtx> qps;
+  std::uint8_t* buffer = nullptr;
+  std::size_t slot = 0;  // bytes per half
+  std::size_t buffer_bytes = 0;
+  RegistrationCache::Handle reg;
+  HeaderInfo header;
+
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+};
+
+// Prints "<tool>: <message>" on stderr, tells the peer (best effort) and exits 1.
+[[noreturn]] void fatal(Session& s, const std::string& message);
+// The message for a failed completion:
+// "completion error: RETRY_EXC_ERR (transport retry counter exceeded) on QP 0x1a2".
+std::string completion_error(const Completion& c);
+
+// Connects, checks versions and settings, opens the device, creates and
+// connects the QPs and prints the header block and address lines.
+void setup(Session& s);
+
+// The measurement loops; each prints its table rows (and writes the JSON file).
+void run_bw(Session& s);
+void run_lat(Session& s);
+
+// --out_json: writes the report file (perftest's layout); errors are fatal.
+void write_json_file(Session& s, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,
+                     const std::vector<LatDurationResult>& lat_dur);
+// Between iterations of a loop: heartbeat to the peer, and fail when the
+// peer reported an error or went away. Cheap; call it every few thousand spins.
+void keep_alive(Session& s);
+
+// Closing handshake and the final separator.
+void finish(Session& s);
+
+// Entry point of the six tools.
+int run_tool(const Tool& tool, int argc, char** argv);
+
+// Nanoseconds on the monotonic clock.
+std::int64_t now_ns();
+
+}  // namespace rma::perftest

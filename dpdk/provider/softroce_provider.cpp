@@ -1,0 +1,121 @@
+// The "softroce" provider: a software RoCE v2 NIC on a DPDK port
+// (RMA_SOFTROCE_PORT), registered in the engine's provider registry.
+#include <memory>
+#include <string>
+
+#include "port/port.hpp"
+#include "port/spec.hpp"
+#include "provider/softroce_device.hpp"
+#include "rc/qp.hpp"
+#include "rma/config.hpp"
+#include "rma/registry.hpp"
+#include "wire/wire.hpp"
+
+namespace rma::softroce {
+namespace {
+
+constexpr const char* kPortVar = "RMA_SOFTROCE_PORT";
+constexpr const char* kMtuVar = "RMA_SOFTROCE_MTU";
+constexpr const char* kPcapVar = "RMA_SOFTROCE_PCAP";
+constexpr const char* kDeviceName = "softroce0";
+
+Status declare_variables() {
+  RMA_RETURN_IF_ERROR(config::declare({kPortVar, roce::default_port_spec(),
+                                       "DPDK port of the softroce provider: memif:server:<sock>, "
+                                       "memif:client:<sock>, af_packet:<if>, tap:<if>, ring:<name>, "
+                                       "pci:<bdf>; options ,ip=a.b.c.d ,mac=xx:..:xx"}));
+  RMA_RETURN_IF_ERROR(config::declare({kMtuVar, "0",
+                                       "softroce path MTU in bytes (256, 512, 1024, 2048, 4096); "
+                                       "0 = the largest the port carries"}));
+  RMA_RETURN_IF_ERROR(config::declare({kPcapVar, "",
+                                       "softroce: write every frame sent and received to this pcap "
+                                       "file (empty = off)"}));
+  return {};
+}
+
+Result<std::uint32_t> configured_mtu() {
+  RMA_ASSIGN_OR_RETURN(std::uint64_t mtu, config::get_size(kMtuVar));
+  if (mtu != 0 && (mtu < 256 || mtu > 4096 || (mtu & (mtu - 1)) != 0)) {
+    return invalid_argument(std::string(kMtuVar) + "=" + std::to_string(mtu) +
+                            ": must be 0 or one of 256, 512, 1024, 2048, 4096");
+  }
+  return static_cast<std::uint32_t>(mtu);
+}
+
+class SoftRoceProvider final : public Provider {
+ public:
+  std::string_view name() const noexcept override { return "softroce"; }
+  std::string_view description() const noexcept override {
+    return "software RoCE v2 NIC on a DPDK port (RMA_SOFTROCE_PORT)";
+  }
+  int priority() const noexcept override { return 50; }
+
+  Result<std::vector<DeviceInfo>> query_devices() override {
+    // Described from the spec: opening a DPDK port (and the EAL) just to
+    // list it would be slow and could wait for a memif peer.
+    RMA_ASSIGN_OR_RETURN(std::string spec, config::get_string(kPortVar));
+    auto parsed = roce::port::parse_port_spec(spec);
+    if (!parsed.ok()) {
+      return parsed.status().with_context(std::string(kPortVar) + "=\"" + spec + "\"");
+    }
+    RMA_ASSIGN_OR_RETURN(std::uint32_t mtu, configured_mtu());
+    if (mtu == 0) {
+      const bool small = parsed->kind == roce::port::PortKind::kTap ||
+                         parsed->kind == roce::port::PortKind::kAfPacket;
+      mtu = small ? largest_path_mtu(1518) : 4096;  // the real value is known once opened
+    }
+    DeviceInfo d;
+    d.name = kDeviceName;
+    d.provider = "softroce";
+    d.transport = "RoCE v2";
+    d.link_layer = "Ethernet";
+    if (parsed->ipv4 != 0) d.gid = roce::ipv4_gid(parsed->ipv4);
+    if (parsed->mac) d.mac = *parsed->mac;
+    DeviceCaps& c = d.caps;
+    c.max_sge = 32;
+    c.max_recv_sge = 32;
+    c.max_inline_data = 256;
+    c.max_qp_rd_atom = roce::rc::RcQp::kResources;
+    c.max_qp_wr = 4096;
+    c.max_cqe = 65536;
+    c.max_qp = 4096;
+    c.max_mr = 1u << 20;
+    c.max_mr_size = std::uint64_t{1} << 46;
+    c.max_msg_size = 1u << 31;
+    c.atomics = true;
+    c.path_mtu = mtu;
+    return std::vector<DeviceInfo>{d};
+  }
+
+  Result<std::shared_ptr<Device>> open_device(std::string_view name) override {
+    if (!name.empty() && name != kDeviceName) {
+      return not_found("softroce provider has no device \"" + std::string(name) +
+                       "\"; available: " + kDeviceName);
+    }
+    RMA_ASSIGN_OR_RETURN(std::string spec, config::get_string(kPortVar));
+    RMA_ASSIGN_OR_RETURN(std::uint32_t mtu, configured_mtu());
+    RMA_ASSIGN_OR_RETURN(std::string pcap, config::get_string(kPcapVar));
+    const std::string where = "softroce: " + std::string(kPortVar) + "=\"" + spec + "\"";
+    auto link = roce::open_port(spec);
+    if (!link.ok()) return link.status().with_context(where);
+    DeviceOptions o;
+    o.name = kDeviceName;
+    o.path_mtu = mtu;
+    o.pcap_path = pcap;
+    auto dev = open_softroce_device(std::move(link).value(), o);
+    if (!dev.ok()) return dev.status().with_context(where);
+    return dev;
+  }
+};
+
+}  // namespace
+}  // namespace rma::softroce
+
+namespace rma::providers {
+
+Status register_softroce(ProviderRegistry& registry) {
+  RMA_RETURN_IF_ERROR(softroce::declare_variables());
+  return registry.add(std::make_unique<softroce::SoftRoceProvider>());
+}
+
+}  // namespace rma::providers

@@ -1,0 +1,37 @@
+/* Error codes of librma's MPI-shaped C API (<rma/rma_datatype.h> and the
+ * window calls built on it). The values and their meanings follow MPI's
+ * error classes; RMA_SUCCESS is 0. Usable from C99 and C++. */
+#ifndef RMA_RMA_ERRORS_H
+#define RMA_RMA_ERRORS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RMA_SUCCESS 0           /* no error */
+#define RMA_ERR_BUFFER 1        /* invalid buffer pointer */
+#define RMA_ERR_COUNT 2         /* invalid count argument */
+#define RMA_ERR_TYPE 3          /* invalid datatype argument */
+#define RMA_ERR_RANK 6          /* invalid rank */
+#define RMA_ERR_OP 9            /* invalid reduction operation */
+#define RMA_ERR_ARG 12          /* invalid argument of some other kind */
+#define RMA_ERR_OTHER 15        /* known error not in this list */
+#define RMA_ERR_INTERN 16       /* internal error (a bug in librma) */
+#define RMA_ERR_WIN 45          /* invalid window */
+#define RMA_ERR_RMA_RANGE 55    /* target memory is outside the window */
+#define RMA_ERR_RMA_SYNC 50     /* wrong synchronization of RMA calls */
+#define RMA_ERR_RMA_CONFLICT 49 /* conflicting accesses to a window */
+#define RMA_ERR_LASTCODE 0x3fffffff /* last error code (MPI_ERR_LASTCODE) */
+
+#define RMA_MAX_ERROR_STRING 256
+
+/* Writes the text of `code` to `str` (at least RMA_MAX_ERROR_STRING bytes)
+ * and its length to *len. Returns RMA_SUCCESS, or RMA_ERR_ARG when a pointer
+ * is null or the code is unknown (str then says so). */
+int rma_error_string(int code, char* str, int* len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMA_RMA_ERRORS_H */

@@ -1,0 +1,34 @@
+// The object behind an rma_Datatype handle, and handle validation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "datatype/layout.hpp"
+#include "rma/rma_datatype.h"
+#include "rma/status.hpp"
+
+struct rma_datatype_s {
+  static constexpr std::uint32_t kMagic = 0x52544450;  // "RTDP"
+  std::uint32_t magic = kMagic;
+  bool predefined = false;
+  bool committed = false;
+  const char* name = nullptr;  // predefined types: "RMA_INT"
+  rma::api::TypeLayout layout;
+};
+
+namespace rma::api {
+
+// The layout of a valid handle (committed or not), or RMA_ERR_TYPE.
+Result<const TypeLayout*> layout_of(rma_Datatype type, const char* what);
+// The layout of a committed type, as communication requires; RMA_ERR_TYPE
+// when null, invalid or not committed.
+Result<const TypeLayout*> committed_layout(rma_Datatype type, const char* what);
+
+}  // namespace rma::api
+
+namespace rma::api {
+// The message of the last error a C datatype call returned on this thread
+// ("" after a successful call): the C API has only codes, this says why.
+const std::string& last_error_message() noexcept;
+}  // namespace rma::api

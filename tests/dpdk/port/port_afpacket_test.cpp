@@ -1,0 +1,129 @@
+// af_packet over a veth pair split across two network namespaces this test
+// creates (and deletes in TearDown, at exit and on SIGINT/SIGTERM). Each side
+// is an rma_port_peer child that enters its namespace before its EAL starts;
+// this process never starts an EAL. Needs root and iproute2.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "spawn.hpp"
+
+using namespace rma::roce::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string g_ns[2];
+
+int run(const std::string& cmd) {
+  std::string quiet = cmd + " >/dev/null 2>&1";
+  return std::system(quiet.c_str());
+}
+
+void delete_namespaces() {
+  for (auto& ns : g_ns) {
+    if (!ns.empty()) run("ip netns del " + ns);  // deletes the veth end inside it too
+  }
+}
+
+void on_signal(int sig) {
+  // Not async-signal-safe in theory; good enough to avoid leaking netns on ^C.
+  for (auto& ns : g_ns) {
+    if (ns.empty()) continue;
+    pid_t p = fork();
+    if (p == 0) {
+      execlp("ip", "ip", "netns", "del", ns.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    if (p > 0) waitpid(p, nullptr, 0);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+bool have_ip() { return run("ip -V") == 0; }
+
+class AfPacketVeth : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces, AF_PACKET)";
+    if (!have_ip()) GTEST_SKIP() << "needs iproute2 ('ip' not found)";
+    const std::string id = std::to_string(getpid());
+    g_ns[0] = "rma-test-" + id + "-a";
+    g_ns[1] = "rma-test-" + id + "-b";
+    if_[0] = "rmaA" + id;
+    if_[1] = "rmaB" + id;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    static bool registered = false;
+    if (!registered) {
+      std::atexit(delete_namespaces);
+      registered = true;
+    }
+    for (auto& ns : g_ns) {
+      if (run("ip netns add " + ns) != 0) {
+        GTEST_SKIP() << "cannot create network namespace " << ns;
+      }
+    }
+    ASSERT_EQ(run("ip link add " + if_[0] + " netns " + g_ns[0] + " type veth peer name " + if_[1] + " netns " +
+                  g_ns[1]),
+              0);
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(run("ip -n " + g_ns[i] + " link set " + if_[i] + " mtu 9000 up"), 0);
+      (void)run("ip netns exec " + g_ns[i] + " sysctl -qw net.ipv6.conf." + if_[i] + ".disable_ipv6=1");
+    }
+  }
+  void TearDown() override {
+    delete_namespaces();
+    struct stat st{};
+    for (auto& ns : g_ns) {
+      if (!ns.empty()) {
+        EXPECT_NE(stat(("/var/run/netns/" + ns).c_str(), &st), 0) << ns << " left behind";
+      }
+      ns.clear();
+    }
+  }
+  std::string if_[2];
+};
+
+int exit_code(std::optional<int> st) {
+  if (!st) return -1000;
+  if (WIFEXITED(*st)) return WEXITSTATUS(*st);
+  return -WTERMSIG(*st);
+}
+
+}  // namespace
+
+TEST_F(AfPacketVeth, JumboFramesCrossBetweenNamespaces) {
+  ChildGuard echo, ping;
+  echo.pid = spawn({RMA_PORT_PEER_PATH, "--netns", g_ns[0], "--spec", "af_packet:" + if_[0] + ",framesz=8192",
+                    "--mode", "echo", "--timeout-ms", "20000"});
+  ASSERT_GT(echo.pid, 0);
+  // Give the echo side time to start its EAL and open its socket.
+  std::this_thread::sleep_for(1s);
+  ping.pid = spawn({RMA_PORT_PEER_PATH, "--netns", g_ns[1], "--spec", "af_packet:" + if_[1] + ",framesz=8192",
+                    "--mode", "ping", "--sizes", "64,1082,4154,8000", "--rounds", "3", "--timeout-ms", "20000"});
+  ASSERT_GT(ping.pid, 0);
+  EXPECT_EQ(exit_code(wait_child(ping.pid, 30s)), 0) << "ping side failed (see its stderr)";
+  ping.pid = -1;
+  EXPECT_EQ(exit_code(wait_child(echo.pid, 10s)), 0) << "echo side failed";
+  echo.pid = -1;
+}
+
+TEST_F(AfPacketVeth, TapPortStartsInNamespace) {
+  // tap: the PMD creates the interface; frames cap at 1518 (dpdk.md). Checks
+  // it opens, reports its limit and cleans up: the peer in ping mode against
+  // nothing would fail, so use echo with a short timeout.
+  ChildGuard t;
+  t.pid = spawn({RMA_PORT_PEER_PATH, "--netns", g_ns[0], "--spec", "tap:rmatap" + std::to_string(getpid() % 100000),
+                 "--mode", "echo", "--timeout-ms", "300"});
+  ASSERT_GT(t.pid, 0);
+  EXPECT_EQ(exit_code(wait_child(t.pid, 15s)), 0);
+  t.pid = -1;
+}

@@ -1,0 +1,322 @@
+// RC protocol over the fault link: segmentation, PSNs (with wrap-around),
+// ACK coalescing, the requester window, NAK / timeout retransmission, RNR,
+// duplicate READ replay and duplicate atomics executed once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "harness.hpp"
+
+namespace rma::softroce::testing {
+namespace {
+
+using roce::Opcode;
+using std::chrono::milliseconds;
+
+class RcProtocol : public ::testing::Test {
+ protected:
+  void open(PairOptions o = default_options()) {
+    pair_ = Pair::make(o);
+    ASSERT_NE(pair_, nullptr);
+    src_ = make_buffer(*pair_->a.pd, kSize);
+    dst_ = make_buffer(*pair_->b.pd, kSize);
+  }
+  WcStatus write(std::size_t off, std::uint32_t len, std::uint64_t id = 1) {
+    Sge s = src_.sge(off, len);
+    WorkRequest w = wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(off), dst_.rkey(), id);
+    EXPECT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+    return pair_->wait_one(pair_->a).status;
+  }
+  WcStatus read(std::size_t off, std::uint32_t len, std::uint64_t id = 2) {
+    Sge s = src_.sge(off, len);
+    WorkRequest w = wr(rma::Opcode::kRdmaRead, &s, 1, dst_.addr(off), dst_.rkey(), id);
+    EXPECT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+    Completion c = pair_->wait_one(pair_->a);
+    if (c.status == WcStatus::kSuccess) {
+      EXPECT_EQ(c.byte_len, len);
+    }
+    return c.status;
+  }
+  static constexpr std::size_t kSize = 2u << 20;
+  std::unique_ptr<Pair> pair_;
+  Buffer src_, dst_;
+};
+
+TEST_F(RcProtocol, WriteAndReadEverySegmentationBoundary) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 1024;
+  open(o);
+  const std::uint32_t sizes[] = {0, 1, 3, 255, 1023, 1024, 1025, 2048, 4097, 64 * 1024 + 7, 1u << 20};
+  std::uint64_t seed = 1;
+  for (std::uint32_t len : sizes) {
+    fill_pattern(src_.data, len, seed);
+    ASSERT_EQ(write(0, len), WcStatus::kSuccess) << len;
+    ASSERT_EQ(std::memcmp(src_.data, dst_.data, len), 0) << len;
+    fill_pattern(dst_.data + 4096, len, seed + 1000);
+    std::memset(src_.data + 4096, 0, len);
+    ASSERT_EQ(read(4096, len), WcStatus::kSuccess) << len;
+    ASSERT_EQ(std::memcmp(src_.data + 4096, dst_.data + 4096, len), 0) << len;
+    ++seed;
+  }
+}
+
+TEST_F(RcProtocol, SegmentsByPathMtuAndRequestsAcks) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 512;
+  open(o);
+  const std::uint32_t len = 512 * 200 + 1;  // 201 packets
+  ASSERT_EQ(write(0, len), WcStatus::kSuccess);
+  auto ca = pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value();
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_EQ(ca.tx_frames, 201u);
+  EXPECT_EQ(cb.rx_frames, 201u);
+  // AckReq every 64 packets and on the last: at most 4 ACKs, at least 1.
+  EXPECT_GE(cb.acks_sent, 1u);
+  EXPECT_LE(cb.acks_sent, 4u);
+  EXPECT_EQ(ca.retransmitted_packets, 0u);
+}
+
+TEST_F(RcProtocol, ReadReservesOnePsnPerResponsePacket) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 1024;
+  open(o);
+  fill_pattern(dst_.data, 10 * 1024, 7);
+  ASSERT_EQ(read(0, 10 * 1024), WcStatus::kSuccess);
+  // The next write's PSN follows the 10 PSNs of the READ: the responder
+  // accepts it in order (no sequence NAK, nothing dropped).
+  ASSERT_EQ(write(0, 100), WcStatus::kSuccess);
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_EQ(cb.naks_sent[0], 0u);
+  EXPECT_EQ(cb.out_of_sequence, 0u);
+  EXPECT_EQ(cb.tx_frames, 10u + 1u);  // 10 read responses + 1 ACK
+}
+
+TEST_F(RcProtocol, PsnWrapsAround) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 256;
+  o.dev.initial_psn = 0xFFFFF0;
+  open(o);
+  for (int i = 0; i < 4; ++i) {
+    fill_pattern(src_.data, 64 * 1024, 50 + i);
+    ASSERT_EQ(write(0, 64 * 1024), WcStatus::kSuccess);
+    ASSERT_EQ(std::memcmp(src_.data, dst_.data, 64 * 1024), 0);
+    fill_pattern(dst_.data + 100000, 9000, 90 + i);
+    ASSERT_EQ(read(100000, 9000), WcStatus::kSuccess);
+    ASSERT_EQ(std::memcmp(src_.data + 100000, dst_.data + 100000, 9000), 0);
+  }
+  Buffer a = make_buffer(*pair_->a.pd, 8);
+  dst_.set_u64(8, 5);
+  Sge s = a.sge(0, 8);
+  WorkRequest w = wr(rma::Opcode::kAtomicFetchAdd, &s, 1, dst_.addr(8), dst_.rkey(), 9);
+  w.compare_add = 3;
+  ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+  ASSERT_EQ(pair_->wait_one(pair_->a).status, WcStatus::kSuccess);
+  EXPECT_EQ(a.u64(0), 5u);
+  EXPECT_EQ(dst_.u64(8), 8u);
+}
+
+TEST_F(RcProtocol, AcksAreCoalesced) {
+  open();
+  constexpr int kN = 64;
+  std::vector<Sge> sges(kN);
+  std::vector<WorkRequest> wrs(kN);
+  for (int i = 0; i < kN; ++i) {
+    sges[i] = src_.sge(i * 64, 64);
+    wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i, kWrSignaled);
+  }
+  ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
+  auto got = pair_->wait(pair_->a, kN);
+  ASSERT_EQ(got.size(), static_cast<std::size_t>(kN));
+  for (int i = 0; i < kN; ++i) EXPECT_EQ(got[i].wr_id, static_cast<std::uint64_t>(i));
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_LT(cb.acks_sent, 8u) << "one ACK per message would be " << kN;
+}
+
+TEST_F(RcProtocol, RequesterStopsAt128UnackedPsns) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 256;
+  open(o);
+  Sge s = src_.sge(0, 256 * 1000);
+  WorkRequest w = wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(0), dst_.rkey(), 1);
+  ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());  // post() runs A once; B has not run
+  EXPECT_EQ(pair_->b.link->pending_rx(), 128u);
+  EXPECT_EQ(pair_->wait_one(pair_->a).status, WcStatus::kSuccess);
+}
+
+TEST_F(RcProtocol, LostPacketIsNakedOnceAndResent) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 1024;
+  o.qp.timeout = 18;  // 1 s: recovery must come from the NAK, not the timer
+  open(o);
+  pair_->a.link->set_drop_filter([](std::uint64_t i, std::span<const std::uint8_t>) { return i == 3; });
+  fill_pattern(src_.data, 20 * 1024, 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(write(0, 20 * 1024), WcStatus::kSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(900));
+  EXPECT_EQ(std::memcmp(src_.data, dst_.data, 20 * 1024), 0);
+  auto ca = pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value();
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_EQ(cb.naks_sent[roce::kNakPsnSequenceError], 1u);
+  EXPECT_EQ(cb.out_of_sequence, 16u);  // packets 4..19 dropped silently after one NAK
+  EXPECT_EQ(ca.naks_received[roce::kNakPsnSequenceError], 1u);
+  EXPECT_EQ(ca.retransmitted_packets, 17u);  // go-back-N from packet 3
+  EXPECT_EQ(ca.retry_timeouts, 0u);
+}
+
+TEST_F(RcProtocol, LostLastPacketIsResentAfterTimeout) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 1024;
+  open(o);
+  pair_->a.link->set_drop_filter([](std::uint64_t i, std::span<const std::uint8_t>) { return i == 4; });
+  fill_pattern(src_.data, 5 * 1024, 4);
+  ASSERT_EQ(write(0, 5 * 1024), WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(src_.data, dst_.data, 5 * 1024), 0);
+  auto ca = pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value();
+  EXPECT_GE(ca.retry_timeouts, 1u);
+  EXPECT_EQ(ca.retransmitted_packets, 5u);  // go-back-N from the oldest unacknowledged PSN
+}
+
+TEST_F(RcProtocol, LostAckIsRecoveredByDuplicateReack) {
+  open();
+  // Drop B's first ACK: A times out, resends, B sees a duplicate and re-ACKs.
+  pair_->b.link->set_drop_filter([](std::uint64_t i, std::span<const std::uint8_t>) { return i == 0; });
+  fill_pattern(src_.data, 3000, 5);
+  ASSERT_EQ(write(0, 3000), WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(src_.data, dst_.data, 3000), 0);
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_EQ(cb.duplicate_requests, 1u);
+}
+
+TEST_F(RcProtocol, DuplicateReadIsReplayedFromTheRequestedPsn) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 1024;
+  open(o);
+  // Drop the 3rd read response (B -> A): A sees a gap, asks again from
+  // there; B replays from its responder resource.
+  pair_->b.link->set_drop_filter([](std::uint64_t i, std::span<const std::uint8_t>) { return i == 2; });
+  fill_pattern(dst_.data, 8 * 1024, 6);
+  ASSERT_EQ(read(0, 8 * 1024), WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(src_.data, dst_.data, 8 * 1024), 0);
+  auto ca = pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value();
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_EQ(cb.read_replays, 1u);
+  EXPECT_EQ(ca.fast_retries, 1u);
+  // Replay starts at the lost PSN: 8 original responses + 6 replayed.
+  EXPECT_EQ(cb.tx_frames, 14u);
+}
+
+TEST_F(RcProtocol, DuplicateAtomicIsNotExecutedTwice) {
+  open();
+  Buffer res = make_buffer(*pair_->a.pd, 16);
+  dst_.set_u64(64, 100);
+  dst_.set_u64(128, 7);
+  // Drop B's atomic acknowledgements once each: A retries after its timer.
+  pair_->b.link->set_drop_filter([](std::uint64_t i, std::span<const std::uint8_t>) { return i == 0 || i == 2; });
+  Sge s0 = res.sge(0, 8), s1 = res.sge(8, 8);
+  WorkRequest w[2] = {wr(rma::Opcode::kAtomicFetchAdd, &s0, 1, dst_.addr(64), dst_.rkey(), 1),
+                      wr(rma::Opcode::kAtomicCmpSwap, &s1, 1, dst_.addr(128), dst_.rkey(), 2)};
+  w[0].compare_add = 11;
+  w[1].compare_add = 7;
+  w[1].swap = 99;
+  ASSERT_TRUE(pair_->a.qp->post({w, 2}).ok());
+  auto got = pair_->wait(pair_->a, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(got[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(got[0].byte_len, 8u);
+  EXPECT_EQ(res.u64(0), 100u);
+  EXPECT_EQ(res.u64(8), 7u);
+  EXPECT_EQ(dst_.u64(64), 111u);  // added once
+  EXPECT_EQ(dst_.u64(128), 99u);
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_GE(cb.atomic_replays, 2u);
+}
+
+TEST_F(RcProtocol, SendAndWriteWithImmediate) {
+  open();
+  Buffer rbuf = make_buffer(*pair_->b.pd, 8192);
+  Sge rs = rbuf.sge(0, 8192);
+  RecvRequest rr[2] = {{501, {&rs, 1}}, {502, {&rs, 1}}};
+  ASSERT_TRUE(pair_->b.qp->post_recv({rr, 2}).ok());
+  fill_pattern(src_.data, 6000, 8);
+  Sge s = src_.sge(0, 6000);
+  WorkRequest w = wr(rma::Opcode::kSendWithImm, &s, 1, 0, 0, 1);
+  w.imm_data = 0xABCD;
+  ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+  EXPECT_EQ(pair_->wait_one(pair_->a).status, WcStatus::kSuccess);
+  Completion rc = pair_->wait_one(pair_->b);
+  EXPECT_EQ(rc.status, WcStatus::kSuccess);
+  EXPECT_EQ(rc.wr_id, 501u);
+  EXPECT_EQ(rc.opcode, rma::Opcode::kRecv);
+  EXPECT_EQ(rc.byte_len, 6000u);
+  EXPECT_TRUE(rc.has_imm);
+  EXPECT_EQ(rc.imm_data, 0xABCDu);
+  EXPECT_EQ(std::memcmp(rbuf.data, src_.data, 6000), 0);
+
+  Sge s2 = src_.sge(0, 5000);
+  WorkRequest w2 = wr(rma::Opcode::kRdmaWriteWithImm, &s2, 1, dst_.addr(0), dst_.rkey(), 2);
+  w2.imm_data = 77;
+  ASSERT_TRUE(pair_->a.qp->post({&w2, 1}).ok());
+  Completion sc = pair_->wait_one(pair_->a);
+  EXPECT_EQ(sc.status, WcStatus::kSuccess);
+  EXPECT_EQ(sc.opcode, rma::Opcode::kRdmaWrite);
+  rc = pair_->wait_one(pair_->b);
+  EXPECT_EQ(rc.wr_id, 502u);
+  EXPECT_EQ(rc.opcode, rma::Opcode::kRecvRdmaWithImm);
+  EXPECT_EQ(rc.byte_len, 5000u);
+  EXPECT_EQ(rc.imm_data, 77u);
+  EXPECT_EQ(std::memcmp(dst_.data, src_.data, 5000), 0);
+}
+
+TEST_F(RcProtocol, ReceiverNotReadyThenReceivePosted) {
+  open();
+  fill_pattern(src_.data, 100, 9);
+  Sge s = src_.sge(0, 100);
+  WorkRequest w = wr(rma::Opcode::kSend, &s, 1, 0, 0, 1);
+  ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+  pair_->run_for(milliseconds(20));
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_GE(cb.rnr_naks_sent, 1u);
+  Buffer rbuf = make_buffer(*pair_->b.pd, 128);
+  Sge rs = rbuf.sge(0, 128);
+  RecvRequest rr{9, {&rs, 1}};
+  ASSERT_TRUE(pair_->b.qp->post_recv({&rr, 1}).ok());
+  EXPECT_EQ(pair_->wait_one(pair_->a).status, WcStatus::kSuccess);
+  Completion rc = pair_->wait_one(pair_->b);
+  EXPECT_EQ(rc.status, WcStatus::kSuccess);
+  EXPECT_EQ(rc.byte_len, 100u);
+  EXPECT_EQ(std::memcmp(rbuf.data, src_.data, 100), 0);
+}
+
+TEST_F(RcProtocol, RnrRetryExhausted) {
+  PairOptions o = default_options();
+  o.qp.rnr_retry = 2;
+  open(o);
+  Sge s = src_.sge(0, 10);
+  WorkRequest w[2] = {wr(rma::Opcode::kSend, &s, 1, 0, 0, 1), wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(0), dst_.rkey(), 2, 0)};
+  ASSERT_TRUE(pair_->a.qp->post({w, 2}).ok());
+  auto got = pair_->wait(pair_->a, 2, milliseconds(3000));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].status, WcStatus::kRnrRetryExcErr);
+  EXPECT_EQ(got[1].status, WcStatus::kWrFlushErr);  // unsignaled, flushed: still a CQE
+  EXPECT_EQ(pair_->a.qp->state(), QpState::kError);
+  auto ca = pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value();
+  EXPECT_EQ(ca.rnr_naks_received, 3u);
+}
+
+TEST_F(RcProtocol, FenceWaitsForEarlierReads) {
+  open();
+  fill_pattern(dst_.data, 4096, 10);
+  Sge r = src_.sge(0, 4096);
+  Sge wsrc = src_.sge(0, 4096);
+  WorkRequest w[2] = {wr(rma::Opcode::kRdmaRead, &r, 1, dst_.addr(0), dst_.rkey(), 1),
+                      wr(rma::Opcode::kRdmaWrite, &wsrc, 1, dst_.addr(8192), dst_.rkey(), 2, kWrSignaled | kWrFence)};
+  ASSERT_TRUE(pair_->a.qp->post({w, 2}).ok());
+  auto got = pair_->wait(pair_->a, 2);
+  ASSERT_EQ(got.size(), 2u);
+  // The write carried the data the read brought in.
+  EXPECT_EQ(std::memcmp(dst_.data + 8192, dst_.data, 4096), 0);
+}
+
+}  // namespace
+}  // namespace rma::softroce::testing

@@ -103,6 +103,26 @@ std::string completion_error(const Completion& c) {
   return m;
 }
 
+void resolve_provider(Session& s) {
+  const Options& o = s.opt;
+  auto& registry = ProviderRegistry::global();
+  auto provider = registry.select(o.transport);
+  if (!provider.ok()) fatal(s, "--transport: " + provider.status().message());
+  s.provider = std::string((*provider)->name());
+  if (s.provider == "self") {
+    fatal(s, "the 'self' provider is in-process only: it cannot connect two processes (this server and its "
+             "client); choose a network provider with --transport=softroce or --transport=verbs"
+             " (or change RMA_PROVIDER)");
+  }
+  if (s.provider == "softroce") {
+    if (!o.port_type.empty() || std::getenv("RMA_SOFTROCE_PORT") == nullptr) {
+      ::setenv("RMA_SOFTROCE_PORT", softroce_port_spec(o).c_str(), 1);
+    }
+  } else if (!o.port_type.empty()) {
+    fatal(s, "--port_type applies to the softroce provider only (the transport is " + s.provider + ")");
+  }
+}
+
 void setup(Session& s) {
   Options& o = s.opt;
   // 1. The OOB connection: network first, so that an unreachable server or
@@ -110,6 +130,7 @@ void setup(Session& s) {
   if (o.is_server()) {
     auto lfd = oob_listen(o.bind_addr, o.port);
     if (!lfd.ok()) fatal(s, lfd.status().message());
+    resolve_provider(s);
     std::printf("%s", format_waiting_banner().c_str());
     std::fflush(stdout);
     auto ch = oob_accept(*lfd, o.oob_timeout_ms);
@@ -120,6 +141,7 @@ void setup(Session& s) {
     auto ch = oob_connect(o.host, o.port, kConnectRetryMs, o.oob_timeout_ms);
     if (!ch.ok()) fatal(s, ch.status().message());
     s.oob = std::move(ch).value();
+    resolve_provider(s);
   }
   if (Status st = s.oob.exchange_version(); !st.ok()) fatal(s, st.message());
 
@@ -137,23 +159,8 @@ void setup(Session& s) {
     if (!ok.ok()) fatal(s, ok.status().message());
   }
 
-  // 3. The provider and device.
+  // 3. The device.
   auto& registry = ProviderRegistry::global();
-  auto provider = registry.select(o.transport);
-  if (!provider.ok()) fatal(s, "--transport: " + provider.status().message());
-  s.provider = std::string((*provider)->name());
-  if (s.provider == "self") {
-    fatal(s, "the 'self' provider is in-process only: it cannot connect two processes (this server and its "
-             "client); choose a network provider with --transport=softroce or --transport=verbs"
-             " (or change RMA_PROVIDER)");
-  }
-  if (s.provider == "softroce") {
-    if (!o.port_type.empty() || std::getenv("RMA_SOFTROCE_PORT") == nullptr) {
-      ::setenv("RMA_SOFTROCE_PORT", softroce_port_spec(o).c_str(), 1);
-    }
-  } else if (!o.port_type.empty()) {
-    fatal(s, "--port_type applies to the softroce provider only (the transport is " + s.provider + ")");
-  }
   auto dev = registry.open(s.provider, o.ib_dev);
   if (!dev.ok()) fatal(s, "cannot open device: " + dev.status().message());
   s.dev = *dev;

@@ -178,7 +178,7 @@ TEST_P(RcSoak, MixedOperationsBothDirections) {
       auto c = s->sdev->counters();
       std::printf("[ %s %s ] %s: tx %llu rx %llu retx %llu tmo %llu fast %llu bad_resp %llu dup_resp %llu "
                   "dup_req %llu oos %llu nak_seq_tx %llu rd_replay %llu at_replay %llu dropped_state %llu "
-                  "ring_full %llu link_full %llu unknown_qpn %llu wrong_peer %llu\n",
+                  "ring_full %llu link_full %llu unknown_qpn %llu wrong_peer %llu naks_tx inv/acc/op %llu/%llu/%llu badseq %llu\n",
                   prm.name, when, s->dev->name().c_str(), (unsigned long long)c.tx_frames,
                   (unsigned long long)c.rx_frames, (unsigned long long)c.qp.retransmitted_packets,
                   (unsigned long long)c.qp.retry_timeouts, (unsigned long long)c.qp.fast_retries,
@@ -187,7 +187,9 @@ TEST_P(RcSoak, MixedOperationsBothDirections) {
                   (unsigned long long)c.qp.naks_sent[0], (unsigned long long)c.qp.read_replays,
                   (unsigned long long)c.qp.atomic_replays, (unsigned long long)c.qp.dropped_state,
                   (unsigned long long)c.tx_ring_full, (unsigned long long)c.tx_link_full,
-                  (unsigned long long)c.unknown_qpn, (unsigned long long)c.wrong_peer);
+                  (unsigned long long)c.unknown_qpn, (unsigned long long)c.wrong_peer,
+                  (unsigned long long)c.qp.naks_sent[1], (unsigned long long)c.qp.naks_sent[2],
+                  (unsigned long long)c.qp.naks_sent[3], (unsigned long long)c.qp.bad_opcode_sequence);
     }
   };
   struct DumpOnFailure {

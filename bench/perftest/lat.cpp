@@ -1,0 +1,247 @@
+// LAT tests. rma_write_lat is perftest's ping-pong (run_iter_lat_write):
+// each side RDMA-WRITEs its counter into the peer's buffer and spins on the
+// last byte of its own; latency is RTT/2. rma_read_lat and rma_atomic_lat
+// time one READ/atomic at a time on the client (full RTT); the server is
+// passive and prints the client's results.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "session.hpp"
+
+namespace rma::perftest {
+namespace {
+
+constexpr std::int64_t kSecond = 1000000000;
+
+std::int64_t stall_limit_ns(const Session& s) {
+  return std::max<std::int64_t>(10000, s.opt.oob_timeout_ms) * 1000000;
+}
+
+// Takes every completion waiting; fatal on errors. Returns how many.
+std::uint64_t drain_cq(Session& s) {
+  Completion wc[16];
+  std::uint64_t total = 0;
+  for (;;) {
+    int n = s.cq->poll({wc, 16});
+    if (n < 0) fatal(s, std::string("completion queue overrun: ") + s.cq->overrun_reason());
+    for (int k = 0; k < n; ++k) {
+      if (wc[k].status != WcStatus::kSuccess) fatal(s, completion_error(wc[k]));
+    }
+    total += static_cast<std::uint64_t>(n);
+    if (n < 16) return total;
+  }
+}
+
+struct WriteLatOutcome {
+  LatResult lat;
+  LatDurationResult dur;
+};
+
+WriteLatOutcome write_lat(Session& s, std::uint64_t size) {
+  const Options& o = s.opt;
+  QpCtx& q = s.qps[0];
+  const bool server = o.is_server();
+  const bool duration = o.duration_mode();
+  std::memset(q.target, 0, s.slot);
+  std::memset(q.local_buf, 0, s.slot);
+  volatile std::uint8_t* poll_buf = q.target + size - 1;
+  std::uint8_t* post_buf = q.local_buf + size - 1;
+
+  Sge sge{reinterpret_cast<std::uint64_t>(q.local_buf), static_cast<std::uint32_t>(size), s.reg.lkey()};
+  WorkRequest wr;
+  wr.opcode = Opcode::kRdmaWrite;
+  wr.sgl = {&sge, 1};
+  wr.remote_addr = q.remote.vaddr;
+  wr.rkey = q.remote.rkey;
+  wr.flags = kWrSignaled | ((o.inline_size > 0 && size <= o.inline_size) ? kWrInline : 0u);
+
+  // The peer's buffers were zeroed before this size's sync.
+  if (Status st = s.oob.sync(); !st.ok()) fatal(s, st.message());
+
+  const std::uint64_t limit = duration ? UINT64_MAX : o.iters;
+  std::vector<std::int64_t> stamps;
+  if (!duration) stamps.resize(o.iters);
+  std::uint64_t scnt = 0, rcnt = 0, ccnt = 0;
+  bool peer_stopped = false;
+  const std::int64_t start = now_ns();
+  const std::int64_t end = start + static_cast<std::int64_t>(o.duration) * kSecond;
+
+  // Spins until the peer's counter arrives; false when the client ended a duration run.
+  auto wait_for = [&](std::uint8_t want) -> bool {
+    std::uint64_t spins = 0;
+    std::int64_t since = now_ns();
+    while (*poll_buf != want) {
+      if ((++spins & 0xfff) != 0) continue;
+      ccnt += drain_cq(s);
+      if ((spins & 0x3ffff) != 0) continue;
+      const std::int64_t t = now_ns();
+      s.oob.heartbeat_if_due();
+      Frame f;
+      auto r = s.oob.poll_frame(f);
+      if (!r.ok()) fatal(s, r.status().message());
+      if (*r) {
+        if (server && duration && f.type == FrameType::kReport) return false;
+        fatal(s, std::string("OOB protocol error: unexpected ") + frame_type_name(f.type) + " from the peer");
+      }
+      if (t - since > stall_limit_ns(s)) {
+        fatal(s, "no RDMA WRITE from the peer for " + std::to_string(stall_limit_ns(s) / kSecond) +
+                     " s (waiting for message " + std::to_string(rcnt) + ")");
+      }
+    }
+    return true;
+  };
+
+  while (scnt < limit || rcnt < limit) {
+    if (rcnt < limit && (server || scnt >= 1)) {
+      ++rcnt;
+      if (!wait_for(static_cast<std::uint8_t>(rcnt))) {
+        --rcnt;
+        peer_stopped = true;
+        break;
+      }
+    }
+    if (scnt < limit) {
+      if (duration && !server && now_ns() >= end) break;
+      while (scnt - ccnt >= o.tx_depth) ccnt += drain_cq(s);
+      if (!duration) stamps[scnt] = now_ns();
+      *post_buf = static_cast<std::uint8_t>(++scnt);
+      PostResult pr = q.qp->post({&wr, 1});
+      if (!pr.ok()) fatal(s, "post of RDMA WRITE failed: " + pr.to_status().to_string());
+    }
+    ccnt += drain_cq(s);
+  }
+  const std::int64_t elapsed = now_ns() - start;
+  std::int64_t since = now_ns();
+  while (ccnt < scnt) {
+    std::uint64_t got = drain_cq(s);
+    ccnt += got;
+    if (got == 0 && now_ns() - since > stall_limit_ns(s)) fatal(s, "no completion for the last RDMA WRITE");
+  }
+  if (duration && !server) {
+    // Tells the server (spinning on its buffer) that the run is over.
+    if (Status st = s.oob.send(FrameType::kReport, "stop"); !st.ok()) fatal(s, st.message());
+  }
+  if (duration && server && !peer_stopped) {
+    auto r = s.oob.expect(FrameType::kReport);
+    if (!r.ok()) fatal(s, r.status().message());
+  }
+  WriteLatOutcome out;
+  if (duration) {
+    out.dur = compute_lat_duration(size, scnt, elapsed, 2);
+  } else {
+    out.lat = compute_lat(stamps, size, 2);
+    out.lat.iters = o.iters;
+  }
+  return out;
+}
+
+// One READ or atomic at a time; returns the stamps (iterations) or the count (duration).
+WriteLatOutcome one_sided_lat(Session& s, std::uint64_t size) {
+  const Options& o = s.opt;
+  QpCtx& q = s.qps[0];
+  Sge sge{reinterpret_cast<std::uint64_t>(q.local_buf), static_cast<std::uint32_t>(size), s.reg.lkey()};
+  WorkRequest wr;
+  wr.sgl = {&sge, 1};
+  wr.remote_addr = q.remote.vaddr;
+  wr.rkey = q.remote.rkey;
+  wr.flags = kWrSignaled;
+  const int rtt = 1;
+  if (o.tool.verb == Verb::kRead) {
+    wr.opcode = Opcode::kRdmaRead;
+  } else {
+    sge.length = 8;
+    if (o.atomic_type == AtomicType::kFetchAndAdd) {
+      wr.opcode = Opcode::kAtomicFetchAdd;
+      wr.compare_add = 1;
+    } else {
+      wr.opcode = Opcode::kAtomicCmpSwap;
+    }
+  }
+  const bool duration = o.duration_mode();
+  std::vector<std::int64_t> stamps;
+  if (!duration) stamps.resize(o.iters);
+  const std::int64_t start = now_ns();
+  const std::int64_t end = start + static_cast<std::int64_t>(o.duration) * kSecond;
+  std::uint64_t n = 0;
+  Completion c;
+  for (;; ++n) {
+    if (duration) {
+      if ((n & 63) == 0 && now_ns() >= end) break;
+    } else if (n >= o.iters) {
+      break;
+    }
+    const std::int64_t t0 = now_ns();
+    if (!duration) stamps[n] = t0;
+    wr.wr_id = n;
+    PostResult pr = q.qp->post({&wr, 1});
+    if (!pr.ok()) fatal(s, std::string("post of ") + std::string(opcode_name(wr.opcode)) + " failed: " + pr.to_status().to_string());
+    std::uint64_t spins = 0;
+    for (;;) {
+      int got = s.cq->poll({&c, 1});
+      if (got < 0) fatal(s, std::string("completion queue overrun: ") + s.cq->overrun_reason());
+      if (got == 1) break;
+      if ((++spins & 0xffff) == 0 && now_ns() - t0 > stall_limit_ns(s)) {
+        fatal(s, "no completion for " + std::string(opcode_name(wr.opcode)) + " within " +
+                     std::to_string(stall_limit_ns(s) / kSecond) + " s");
+      }
+    }
+    if (c.status != WcStatus::kSuccess) fatal(s, completion_error(c));
+    if ((n & 0x3ff) == 0) keep_alive(s);
+  }
+  WriteLatOutcome out;
+  if (duration) {
+    out.dur = compute_lat_duration(size, n, now_ns() - start, rtt);
+  } else {
+    out.lat = compute_lat(stamps, size, rtt);
+    out.lat.iters = o.iters;
+  }
+  return out;
+}
+
+}  // namespace
+
+void run_lat(Session& s) {
+  const Options& o = s.opt;
+  const bool duration = o.duration_mode();
+  std::printf("%s", format_lat_table_header(duration).c_str());
+  std::fflush(stdout);
+  std::vector<LatResult> lat;
+  std::vector<LatDurationResult> dur;
+  for (std::uint64_t size : o.sizes(s.dev->caps().max_msg_size)) {
+    WriteLatOutcome r;
+    if (o.tool.verb == Verb::kWrite) {
+      r = write_lat(s, size);
+    } else {
+      if (Status st = s.oob.sync(); !st.ok()) fatal(s, st.message());
+      if (o.is_server()) {
+        auto payload = s.oob.expect(FrameType::kReport);
+        if (!payload.ok()) fatal(s, payload.status().message());
+        if (duration) {
+          auto d = decode_lat_duration_result(*payload);
+          if (!d.ok()) fatal(s, d.status().message());
+          r.dur = *d;
+        } else {
+          auto d = decode_lat_result(*payload);
+          if (!d.ok()) fatal(s, d.status().message());
+          r.lat = *d;
+        }
+      } else {
+        r = one_sided_lat(s, size);
+        const std::string payload = duration ? encode_lat_duration_result(r.dur) : encode_lat_result(r.lat);
+        if (Status st = s.oob.send(FrameType::kReport, payload); !st.ok()) fatal(s, st.message());
+      }
+    }
+    if (duration) {
+      std::printf("%s", format_lat_duration_row(r.dur).c_str());
+      dur.push_back(r.dur);
+    } else {
+      std::printf("%s", format_lat_row(r.lat).c_str());
+      lat.push_back(r.lat);
+    }
+    std::fflush(stdout);
+  }
+  write_json_file(s, {}, lat, dur);
+}
+
+}  // namespace rma::perftest

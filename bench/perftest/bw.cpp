@@ -3,6 +3,7 @@
 // polls completions in batches; the server is passive (one-sided) and
 // prints the client's results.
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 
@@ -74,7 +75,7 @@ struct Loop {
 
   std::uint32_t inline_flag() const {
     const Options& o = s.opt;
-    return (o.tool.verb == Verb::kWrite && o.inline_size > 0 && size <= o.inline_size) ? kWrInline : 0;
+    return (o.tool.verb == Verb::kWrite && o.inline_size > 0 && size <= o.inline_size) ? static_cast<std::uint32_t>(kWrInline) : 0u;
   }
 
   void post(std::size_t i, bool signaled) {
@@ -200,11 +201,10 @@ void run_bw(Session& s) {
   std::fflush(stdout);
   std::vector<BwResult> results;
   for (std::uint64_t size : o.sizes(s.dev->caps().max_msg_size)) {
-    if (Status st = s.oob.sync(); !st.ok()) fatal(s, st.message());
+    progress_sync(s);
     BwResult r;
     if (o.is_server()) {
-      auto payload = s.oob.expect(FrameType::kReport);
-      if (!payload.ok()) fatal(s, payload.status().message());
+      auto payload = std::optional<std::string>(passive_wait(s, FrameType::kReport));
       const bool their_gbits = !payload->empty() && (*payload)[0] == 'G';
       auto decoded = decode_bw_result(payload->size() > 2 ? payload->substr(2) : std::string());
       if (!decoded.ok()) fatal(s, decoded.status().message());

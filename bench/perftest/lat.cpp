@@ -4,6 +4,7 @@
 // time one READ/atomic at a time on the client (full RTT); the server is
 // passive and prints the client's results.
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 
@@ -57,7 +58,7 @@ WriteLatOutcome write_lat(Session& s, std::uint64_t size) {
   wr.flags = kWrSignaled | ((o.inline_size > 0 && size <= o.inline_size) ? kWrInline : 0u);
 
   // The peer's buffers were zeroed before this size's sync.
-  if (Status st = s.oob.sync(); !st.ok()) fatal(s, st.message());
+  progress_sync(s);
 
   const std::uint64_t limit = duration ? UINT64_MAX : o.iters;
   std::vector<std::int64_t> stamps;
@@ -72,9 +73,8 @@ WriteLatOutcome write_lat(Session& s, std::uint64_t size) {
     std::uint64_t spins = 0;
     std::int64_t since = now_ns();
     while (*poll_buf != want) {
-      if ((++spins & 0xfff) != 0) continue;
-      ccnt += drain_cq(s);
-      if ((spins & 0x3ffff) != 0) continue;
+      ccnt += drain_cq(s);  // also drives a software NIC's receive path
+      if ((++spins & 0xffff) != 0) continue;
       const std::int64_t t = now_ns();
       s.oob.heartbeat_if_due();
       Frame f;
@@ -122,10 +122,7 @@ WriteLatOutcome write_lat(Session& s, std::uint64_t size) {
     // Tells the server (spinning on its buffer) that the run is over.
     if (Status st = s.oob.send(FrameType::kReport, "stop"); !st.ok()) fatal(s, st.message());
   }
-  if (duration && server && !peer_stopped) {
-    auto r = s.oob.expect(FrameType::kReport);
-    if (!r.ok()) fatal(s, r.status().message());
-  }
+  if (duration && server && !peer_stopped) (void)passive_wait(s, FrameType::kReport);
   WriteLatOutcome out;
   if (duration) {
     out.dur = compute_lat_duration(size, scnt, elapsed, 2);
@@ -213,10 +210,9 @@ void run_lat(Session& s) {
     if (o.tool.verb == Verb::kWrite) {
       r = write_lat(s, size);
     } else {
-      if (Status st = s.oob.sync(); !st.ok()) fatal(s, st.message());
+      progress_sync(s);
       if (o.is_server()) {
-        auto payload = s.oob.expect(FrameType::kReport);
-        if (!payload.ok()) fatal(s, payload.status().message());
+        auto payload = std::optional<std::string>(passive_wait(s, FrameType::kReport));
         if (duration) {
           auto d = decode_lat_duration_result(*payload);
           if (!d.ok()) fatal(s, d.status().message());

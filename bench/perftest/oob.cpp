@@ -162,6 +162,7 @@ Status OobChannel::read_exact(void* buf, std::size_t n, Clock::time_point deadli
       return io_error("OOB receive failed", errno);
     }
     off += static_cast<std::size_t>(got);
+    last_rx_ = Clock::now();
   }
   return {};
 }

@@ -91,6 +91,8 @@ class OobChannel {
   Status sync();
   // Sends a heartbeat when the last one is older than a second.
   void heartbeat_if_due();
+  // When the last byte arrived from the peer (or the channel was made).
+  std::chrono::steady_clock::time_point last_rx() const { return last_rx_; }
 
  private:
   Result<Frame> recv_one();
@@ -98,6 +100,7 @@ class OobChannel {
   int fd_ = -1;
   std::uint32_t timeout_ms_ = 10000;
   std::chrono::steady_clock::time_point last_heartbeat_{};
+  std::chrono::steady_clock::time_point last_rx_ = std::chrono::steady_clock::now();
 };
 
 // A listening socket on addr:port (SO_REUSEADDR). Port in use -> clear error.

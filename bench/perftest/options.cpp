@@ -323,11 +323,16 @@ Status check_against_device(Options& o, const DeviceInfo& dev) {
 }
 
 std::string softroce_port_spec(const Options& o) {
-  const std::string role = o.is_server() ? "server" : "client";
+  // The two ends of the memif link get their own addresses (RoCE v2 needs an
+  // IPv4 address and distinct MACs); they exist only on that virtual link.
+  const bool server = o.is_server();
+  const std::string role = server ? "server" : "client";
+  const std::string addrs = server ? ",ip=10.255.255.1,mac=02:00:0a:ff:ff:01" : ",ip=10.255.255.2,mac=02:00:0a:ff:ff:02";
   std::string spec = o.port_type.empty() ? "memif" : o.port_type;
-  if (spec == "memif") return "memif:" + role + ":rma-perftest-" + std::to_string(o.port);
+  if (spec == "memif") return "memif:" + role + ":rma-perftest-" + std::to_string(o.port) + addrs;
   if (spec.rfind("memif:", 0) == 0 && spec.rfind("memif:server:", 0) != 0 && spec.rfind("memif:client:", 0) != 0) {
-    return "memif:" + role + ":" + spec.substr(6);
+    std::string rest = spec.substr(6);
+    return "memif:" + role + ":" + rest + (rest.find(',') == std::string::npos ? addrs : "");
   }
   return spec;
 }
@@ -371,7 +376,9 @@ std::string usage(const Tool& tool) {
   u += "      --transport=<provider>   librma provider: verbs, softroce, ... (default RMA_PROVIDER, else the\n"
        "                               highest-priority provider with a device); 'self' is in-process only\n";
   u += "      --port_type=<spec>       softroce port (sets RMA_SOFTROCE_PORT): memif (default; the socket is\n"
-       "                               rma-perftest-<port>), memif:<name>, af_packet:<if>, tap:<if>, pci:<bdf>\n";
+       "                               rma-perftest-<port>, the ends 10.255.255.1 (server) and .2 (client)),\n"
+       "                               memif:<name>, or a full spec: memif:server:<sock>,ip=..., af_packet:<if>,ip=...\n"
+       "                               Without --port_type, a set RMA_SOFTROCE_PORT is used as it is.\n";
   u += "      --bind=<addr>            server: IPv4 address the OOB TCP socket listens on (default 0.0.0.0)\n";
   u += "      --oob_timeout=<ms>       limit of every OOB TCP read (default 10000)\n";
   return u;

@@ -245,7 +245,7 @@ void setup(Session& s) {
     }
   }
   // perftest: an additional handshake after the QPs reach RTR/RTS.
-  if (Status st = s.oob.sync(); !st.ok()) fatal(s, st.message());
+  progress_sync(s);
 }
 
 void write_json_file(Session& s, const std::vector<BwResult>& bw, const std::vector<LatResult>& lat,
@@ -268,15 +268,47 @@ void keep_alive(Session& s) {
   }
 }
 
+std::string passive_wait(Session& s, FrameType type) {
+  Completion wc[16];
+  std::uint64_t spins = 0;
+  for (;;) {
+    int n = s.cq ? s.cq->poll({wc, 16}) : 0;
+    if (n < 0) fatal(s, std::string("completion queue overrun: ") + s.cq->overrun_reason());
+    for (int k = 0; k < n; ++k) {
+      if (wc[k].status != WcStatus::kSuccess) fatal(s, completion_error(wc[k]));
+    }
+    if ((++spins & 0x3f) != 0) continue;
+    Frame f;
+    auto r = s.oob.poll_frame(f);
+    if (!r.ok()) fatal(s, r.status().message());
+    if (*r) {
+      if (f.type != type) {
+        fatal(s, std::string("OOB protocol error: expected ") + frame_type_name(type) + " from the peer, got " +
+                     frame_type_name(f.type));
+      }
+      return f.payload;
+    }
+    if ((spins & 0xfff) == 0 &&
+        std::chrono::steady_clock::now() - s.oob.last_rx() > std::chrono::milliseconds(s.opt.oob_timeout_ms)) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", s.opt.oob_timeout_ms / 1000.0);
+      fatal(s, std::string("the peer sent nothing for ") + secs + " s (OOB read timeout); is it still running?");
+    }
+  }
+}
+
+void progress_sync(Session& s) {
+  if (Status st = s.oob.send(FrameType::kSync); !st.ok()) fatal(s, st.message());
+  (void)passive_wait(s, FrameType::kSync);
+}
+
 void finish(Session& s) {
   if (s.opt.is_server()) {
-    auto r = s.oob.expect(FrameType::kDone);
-    if (!r.ok()) fatal(s, r.status().message());
+    (void)passive_wait(s, FrameType::kDone);
     (void)s.oob.send(FrameType::kDone);
   } else {
     if (Status st = s.oob.send(FrameType::kDone); !st.ok()) fatal(s, st.message());
-    auto r = s.oob.expect(FrameType::kDone);
-    if (!r.ok()) fatal(s, r.status().message());
+    (void)passive_wait(s, FrameType::kDone);
   }
   std::printf("%s", kResultLine);
   std::fflush(stdout);

@@ -65,6 +65,15 @@ void write_json_file(Session& s, const std::vector<BwResult>& bw, const std::vec
 // peer reported an error or went away. Cheap; call it every few thousand spins.
 void keep_alive(Session& s);
 
+// The passive side's wait for the peer's next frame of `type`: keeps polling
+// the CQ meanwhile (a software NIC such as softroce answers the peer's
+// requests only while its owner polls), fails on completion errors and when
+// the peer is silent for the OOB timeout (heartbeats count as traffic).
+std::string passive_wait(Session& s, FrameType type);
+
+// Both sides send kSync and wait for the peer's, polling the CQ meanwhile.
+void progress_sync(Session& s);
+
 // Closing handshake and the final separator.
 void finish(Session& s);
 

@@ -162,8 +162,9 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
 
 void Engine::progress() noexcept {
   now_ = Clock::now();
-  // Receive: a bounded number of bursts per call.
-  for (int i = 0; i < 16; ++i) {
+  // Receive everything waiting (bounded), so ACKs queued behind a burst of
+  // data are seen before the retransmission timers run.
+  for (int i = 0; i < 256; ++i) {
     if (link_->poll(*this, options_.rx_burst) < options_.rx_burst) break;
   }
   for (RcQp* qp : active_) qp->run_timers(now_);

@@ -85,6 +85,7 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
       ++ctr_.read_replays;
       return;
     }
+    ++ctr_.stale_duplicates;
     return;  // resource gone: drop, the requester will retry
   }
   if (op == RoceOp::kCompareSwap || op == RoceOp::kFetchAdd) {
@@ -95,6 +96,7 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
         return;
       }
     }
+    ++ctr_.stale_duplicates;
     return;
   }
   ack_pending_ = true;  // SEND/WRITE: acknowledge again (ePSN - 1)

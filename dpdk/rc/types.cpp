@@ -29,6 +29,7 @@ void RcCounters::add(const RcCounters& o) noexcept {
   out_of_sequence += o.out_of_sequence;
   read_replays += o.read_replays;
   atomic_replays += o.atomic_replays;
+  stale_duplicates += o.stale_duplicates;
   duplicate_responses += o.duplicate_responses;
   bad_responses += o.bad_responses;
   dropped_state += o.dropped_state;

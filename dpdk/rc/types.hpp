@@ -35,6 +35,7 @@ struct RcCounters {
   std::uint64_t out_of_sequence = 0;           // responder: PSN ahead of ePSN, dropped
   std::uint64_t read_replays = 0;              // duplicate READs answered from responder resources
   std::uint64_t atomic_replays = 0;            // duplicate atomics answered from saved values
+  std::uint64_t stale_duplicates = 0;          // duplicate READ/atomic with no resource left: dropped
   std::uint64_t duplicate_responses = 0;       // requester: ACK/response for PSNs already done
   std::uint64_t bad_responses = 0;             // requester: response that fits nothing outstanding
   std::uint64_t dropped_state = 0;             // frame for a QP not accepting it (RESET/ERROR)

@@ -193,6 +193,7 @@ void assemble(std::vector<Piece>& pieces, TypeLayout& out) {
 void apply_bounds(TypeLayout& out, const Bounds& b) {
   if (out.size == 0 || !b.set) {  // MPICH: zero-size types have no extent
     out.lb = out.ub = out.true_lb = out.true_ub = 0;
+    out.alignment = 1;               // ... and do not pad the structs they are in
     return;
   }
   out.lb = b.lb;
@@ -243,11 +244,6 @@ Result<TypeLayout> make_list(std::span<const i64> blens, std::span<const i64> di
     i64 ext = out.extent();
     if (!same && ext > 0 && out.alignment > 1 && ext % out.alignment != 0) {
       if (!add(out.ub, out.alignment - ext % out.alignment, out.ub)) return overflow("extent");
-    }
-  }
-  if (out.size == 0) {
-    for (std::size_t k = 0; k < types.size(); ++k) {
-      if (blens[k] > 0) out.alignment = std::max(out.alignment, types[k]->alignment);
     }
   }
   std::vector<Piece> pieces;

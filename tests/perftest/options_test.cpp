@@ -235,11 +235,11 @@ TEST(PerftestOptions, CheckAgainstDevice) {
 
 TEST(PerftestOptions, SoftrocePortSpec) {
   Options server = parse_ok(kWriteBw, {"-p", "20001"});
-  EXPECT_EQ(softroce_port_spec(server), "memif:server:rma-perftest-20001");
+  EXPECT_EQ(softroce_port_spec(server), "memif:server:rma-perftest-20001,ip=10.255.255.1,mac=02:00:0a:ff:ff:01");
   Options client = parse_ok(kWriteBw, {"-p", "20001", "127.0.0.1"});
-  EXPECT_EQ(softroce_port_spec(client), "memif:client:rma-perftest-20001");
+  EXPECT_EQ(softroce_port_spec(client), "memif:client:rma-perftest-20001,ip=10.255.255.2,mac=02:00:0a:ff:ff:02");
   Options named = parse_ok(kWriteBw, {"--port_type=memif:t1", "127.0.0.1"});
-  EXPECT_EQ(softroce_port_spec(named), "memif:client:t1");
+  EXPECT_EQ(softroce_port_spec(named), "memif:client:t1,ip=10.255.255.2,mac=02:00:0a:ff:ff:02");
   Options full = parse_ok(kWriteBw, {"--port_type=memif:server:x"});
   EXPECT_EQ(softroce_port_spec(full), "memif:server:x");
   Options af = parse_ok(kWriteBw, {"--port_type=af_packet:eth0"});

@@ -103,7 +103,7 @@ TEST(PerftestReport, AddressLines) {
   EXPECT_EQ(format_address("local", q, Verb::kAtomic, false), " local address: LID 0000 QPN 0x0108 PSN 0x63ad7d\n");
   q.qpn = 0x11;
   q.psn = 0;
-  EXPECT_EQ(format_address("local", q, Verb::kAtomic, false), " local address: LID 0000 QPN 0x0011 PSN 0000\n");
+  EXPECT_EQ(format_address("local", q, Verb::kAtomic, false), " local address: LID 0000 QPN 0x0011 PSN 000000\n");
 }
 
 TEST(PerftestReport, ShowGid) {
@@ -135,7 +135,7 @@ TEST(PerftestReport, LatTable) {
   EXPECT_EQ(format_lat_table_header(true), kLine + "\n #bytes        #iterations       t_avg[usec]    tps average\n");
   LatResult r{2, 1000, 1.23, 4.56, 1.5, 1.61, 0.2, 3.1, 4.0};
   EXPECT_EQ(format_lat_row(r),
-            " 2       1000          1.23           4.56         1.50   \t       1.61       \t0.20   \t\t3.10    "
+            " 2       1000          1.23           4.56         1.50     \t       1.61        \t0.20   \t\t3.10    "
             "\t\t4.00   \n");
   LatDurationResult d{2, 12345, 1.25, 400000.0};
   EXPECT_EQ(format_lat_duration_row(d), " 2             12345            1.25           400000.00\n");

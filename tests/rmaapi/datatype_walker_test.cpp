@@ -102,17 +102,18 @@ TEST(DatatypeWalker, PackUnpackRoundTrip) {
   int bl[3] = {1, 2, 1};
   rma_Aint d[3] = {0, 8, 24};
   rma_Datatype ty[3] = {RMA_CHAR, RMA_INT, RMA_DOUBLE};
-  MAKE(s, rma_type_create_struct(3, bl, d, ty, &s));  // 13 bytes, extent 32
+  MAKE(s, rma_type_create_struct(3, bl, d, ty, &s));  // 17 bytes, extent 32
+  EXPECT_EQ(info_of(s), (Info{17, 0, 32, 0, 32}));
   std::vector<std::byte> src(32 * 3), dst(32 * 3, std::byte{0});
   for (std::size_t k = 0; k < src.size(); ++k) src[k] = static_cast<std::byte>(k);
-  std::vector<std::byte> packed(13 * 3);
+  std::vector<std::byte> packed(17 * 3);
   auto n = pack(src.data(), 3, s->layout, packed);
   ASSERT_TRUE(n.ok()) << n.status().to_string();
-  EXPECT_EQ(*n, 39);
+  EXPECT_EQ(*n, 51);
   EXPECT_EQ(packed[0], std::byte{0});
   EXPECT_EQ(packed[1], std::byte{8});
-  EXPECT_EQ(packed[5], std::byte{24});
-  EXPECT_EQ(packed[13], std::byte{32});
+  EXPECT_EQ(packed[9], std::byte{24});
+  EXPECT_EQ(packed[17], std::byte{32});
   auto m = unpack(packed, dst.data(), 3, s->layout);
   ASSERT_TRUE(m.ok());
   for (std::size_t k = 0; k < src.size(); ++k) {

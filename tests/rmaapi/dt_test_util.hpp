@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datatype/block_cursor.hpp"
+#include "datatype/errors.hpp"
 #include "datatype/datatype.hpp"
 #include "rma/rma_datatype.h"
 

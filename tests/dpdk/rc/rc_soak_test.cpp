@@ -110,6 +110,16 @@ struct Flow {
     w.opcode = o.op;
     w.sgl = {&sge, 1};
     PostResult pr = req->qp->post({&w, 1});
+    if (!pr.ok()) {
+      Completion c[64];
+      const int n = req->cq->poll({c, 64});
+      for (int i = 0; i < n; ++i) {
+        if (c[i].status != WcStatus::kSuccess && c[i].status != WcStatus::kWrFlushErr) {
+          ADD_FAILURE() << "QP failed: " << wc_status_name(c[i].status) << " vendor_err " << c[i].vendor_err
+                        << " op " << opcode_name(c[i].opcode) << " len " << ops[c[i].wr_id].len;
+        }
+      }
+    }
     ASSERT_TRUE(pr.ok()) << pr.reason;
     ++issued;
   }
@@ -178,7 +188,7 @@ TEST_P(RcSoak, MixedOperationsBothDirections) {
       auto c = s->sdev->counters();
       std::printf("[ %s %s ] %s: tx %llu rx %llu retx %llu tmo %llu fast %llu bad_resp %llu dup_resp %llu "
                   "dup_req %llu oos %llu nak_seq_tx %llu rd_replay %llu at_replay %llu dropped_state %llu "
-                  "ring_full %llu link_full %llu unknown_qpn %llu wrong_peer %llu naks_tx inv/acc/op %llu/%llu/%llu badseq %llu\n",
+                  "ring_full %llu link_full %llu unknown_qpn %llu wrong_peer %llu naks_tx inv/acc/op %llu/%llu/%llu badseq %llu stale_dup %llu\n",
                   prm.name, when, s->dev->name().c_str(), (unsigned long long)c.tx_frames,
                   (unsigned long long)c.rx_frames, (unsigned long long)c.qp.retransmitted_packets,
                   (unsigned long long)c.qp.retry_timeouts, (unsigned long long)c.qp.fast_retries,
@@ -189,7 +199,8 @@ TEST_P(RcSoak, MixedOperationsBothDirections) {
                   (unsigned long long)c.tx_ring_full, (unsigned long long)c.tx_link_full,
                   (unsigned long long)c.unknown_qpn, (unsigned long long)c.wrong_peer,
                   (unsigned long long)c.qp.naks_sent[1], (unsigned long long)c.qp.naks_sent[2],
-                  (unsigned long long)c.qp.naks_sent[3], (unsigned long long)c.qp.bad_opcode_sequence);
+                  (unsigned long long)c.qp.naks_sent[3], (unsigned long long)c.qp.bad_opcode_sequence,
+                  (unsigned long long)c.qp.stale_duplicates);
     }
   };
   struct DumpOnFailure {

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End-to-end tests of the perftest-compatible tools (rma_*_bw, rma_*_lat).
+#   e2e.sh <bin-dir> <helper> <rma_info> <case> [tool args...]
+# Cases that need no transport: unknown_flag, bad_size, unreachable, port_in_use, self_transport.
+# run <tool> [args]: a server and a client on 127.0.0.1 over the softroce provider (memif,
+# socket rma-perftest-<port>); exits 77 (SKIP) when the provider is not registered.
+set -u
+BIN=$1 HELPER=$2 RMA_INFO=$3 CASE=$4
+shift 4
+WORK=$(mktemp -d /tmp/rma-perftest-e2e.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*"; for f in "$WORK"/*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
+
+# expect_fail <expected rc> <text in stderr> <command...>
+expect_fail() {
+  local want_rc=$1 text=$2
+  shift 2
+  local start=$SECONDS
+  "$@" >"$WORK/cmd.out" 2>"$WORK/cmd.err"
+  local rc=$?
+  echo "command: $* -> rc $rc in $((SECONDS - start)) s"
+  echo "stderr: $(cat "$WORK/cmd.err")"
+  [ "$rc" = "$want_rc" ] || fail "exit code $rc, expected $want_rc"
+  grep -qF -- "$text" "$WORK/cmd.err" || fail "stderr lacks '$text'"
+}
+
+port=$("$HELPER" free-port) || fail "no free port"
+
+case "$CASE" in
+  unknown_flag)
+    expect_fail 1 "rma_write_bw: unknown option '--bogus' (see --help)" timeout 20 "$BIN/rma_write_bw" --bogus
+    expect_fail 1 "rma_read_lat: unknown option '-Z' (see --help)" timeout 20 "$BIN/rma_read_lat" -Z 127.0.0.1
+    ;;
+  bad_size)
+    expect_fail 1 "message size should be between 1 and 2147483647 (got 0)" timeout 20 "$BIN/rma_read_bw" -s 0
+    expect_fail 1 "message size cannot be changed for atomic tests" timeout 20 "$BIN/rma_atomic_bw" -s 64
+    expect_fail 1 "-D/--duration and -n/--iters cannot be used together" timeout 20 "$BIN/rma_write_lat" -D 2 -n 100
+    ;;
+  unreachable)
+    expect_fail 1 "cannot reach server 127.0.0.1:$port: Connection refused" timeout 30 "$BIN/rma_write_bw" -p "$port" 127.0.0.1
+    ;;
+  port_in_use)
+    "$HELPER" listen "$port" 30 >"$WORK/helper.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 50); do grep -q listening "$WORK/helper.out" && break; sleep 0.1; done
+    expect_fail 1 "cannot listen on 127.0.0.1:$port: port already in use" timeout 30 "$BIN/rma_write_bw" -p "$port" --bind=127.0.0.1
+    ;;
+  self_transport)
+    expect_fail 1 "the 'self' provider is in-process only: it cannot connect two processes" \
+      timeout 30 "$BIN/rma_write_bw" --transport=self -p "$port" --bind=127.0.0.1
+    ;;
+  run)
+    tool=$1
+    shift
+    if ! "$RMA_INFO" -d 2>/dev/null | grep -q '^provider softroce'; then
+      echo "SKIP: the softroce provider is not registered in this build"
+      exit 77
+    fi
+    common=(--transport=softroce -p "$port" "$@")
+    timeout 60 "$BIN/$tool" "${common[@]}" --bind=127.0.0.1 >"$WORK/server.out" 2>&1 &
+    spid=$!
+    PIDS+=($spid)
+    sleep 0.3
+    timeout 60 "$BIN/$tool" "${common[@]}" 127.0.0.1 >"$WORK/client.out" 2>&1
+    crc=$?
+    wait "$spid"
+    src=$?
+    echo "=== server (rc $src)"; cat "$WORK/server.out"
+    echo "=== client (rc $crc)"; cat "$WORK/client.out"
+    [ "$crc" = 0 ] || fail "client exited $crc"
+    [ "$src" = 0 ] || fail "server exited $src"
+    for side in server client; do
+      grep -q ' #bytes' "$WORK/$side.out" || fail "$side printed no results table"
+      grep -q 'local address: LID 0000 QPN' "$WORK/$side.out" || fail "$side printed no address line"
+      # a data row: the size then the iteration count
+      grep -Eq '^ [0-9]+ +[0-9]+ +[0-9.]+' "$WORK/$side.out" || fail "$side printed no result row"
+    done
+    ;;
+  *)
+    echo "unknown case $CASE"
+    exit 2
+    ;;
+esac
+echo PASS

@@ -80,6 +80,8 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
       if (pkt.h.reth_rkey != r.rkey || pkt.h.reth_va != r.va + off || pkt.h.reth_length != rest) {
         continue;  // not a subset of what was executed: ignore
       }
+      // Already sending and not yet past the requested PSN: it gets there.
+      if (r.pending && psn_compare(psn, r.cur_psn) >= 0) return;
       r.cur_psn = psn;
       r.pending = true;
       ++ctr_.read_replays;

@@ -1,6 +1,7 @@
 #include "datatype/constructors.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <utility>
@@ -194,6 +195,7 @@ void apply_bounds(TypeLayout& out, const Bounds& b) {
   if (out.size == 0 || !b.set) {  // MPICH: zero-size types have no extent
     out.lb = out.ub = out.true_lb = out.true_ub = 0;
     out.alignment = 1;               // ... and do not pad the structs they are in
+    out.identity = kEmptyIdentity;
     return;
   }
   out.lb = b.lb;
@@ -219,6 +221,7 @@ Result<TypeLayout> make_list(std::span<const i64> blens, std::span<const i64> di
   }
   TypeLayout out;
   out.alignment = 1;
+  out.identity = new_identity();
   Bounds bounds;
   i64 size = 0;
   for (std::size_t k = 0; k < blens.size(); ++k) {
@@ -238,9 +241,15 @@ Result<TypeLayout> make_list(std::span<const i64> blens, std::span<const i64> di
   out.size = size;
   apply_bounds(out, bounds);
   RMA_RETURN_IF_ERROR(check_extents(out));
+  bool same = true;
+  for (std::size_t k = 1; k < types.size(); ++k) {
+    same = same && types[k]->identity == types[0]->identity;
+  }
+  // One element of the old type at 0: the same type (MPICH: a dup).
+  if (same && out.size > 0 && blens.size() == 1 && blens[0] == 1 && disps[0] == 0) {
+    out.identity = types[0]->identity;
+  }
   if (pad && out.size > 0) {
-    bool same = true;
-    for (std::size_t k = 1; k < types.size(); ++k) same = same && types[k] == types[0];
     i64 ext = out.extent();
     if (!same && ext > 0 && out.alignment > 1 && ext % out.alignment != 0) {
       if (!add(out.ub, out.alignment - ext % out.alignment, out.ub)) return overflow("extent");
@@ -281,8 +290,14 @@ Footprint footprint(const TypeLayout& type, std::int64_t count) noexcept {
   return Footprint{type.true_lb + std::min<i64>(0, span), type.true_ub + std::max<i64>(0, span)};
 }
 
-TypeLayout make_basic(std::int64_t size, std::int64_t alignment) {
+std::uint64_t new_identity() noexcept {
+  static std::atomic<std::uint64_t> next{1u << 20};  // below: predefined classes
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+TypeLayout make_basic(std::int64_t size, std::int64_t alignment, std::uint64_t identity) {
   TypeLayout t;
+  t.identity = identity;
   t.size = size;
   t.lb = 0;
   t.ub = size;
@@ -293,11 +308,12 @@ TypeLayout make_basic(std::int64_t size, std::int64_t alignment) {
 }
 
 TypeLayout make_pair(std::int64_t size_a, std::int64_t align_a, std::int64_t size_b,
-                     std::int64_t align_b) {
+                     std::int64_t align_b, std::uint64_t identity) {
   const i64 off_b = (size_a + align_b - 1) / align_b * align_b;
   const i64 align = std::max(align_a, align_b);
   const i64 end = off_b + size_b;
   TypeLayout t;
+  t.identity = identity;
   t.size = size_a + size_b;
   t.lb = 0;
   t.ub = (end + align - 1) / align * align;
@@ -317,6 +333,7 @@ Result<TypeLayout> make_hvector(std::int64_t count, std::int64_t blocklength,
   }
   TypeLayout out;
   out.alignment = old.alignment;
+  out.identity = count == 1 && blocklength == 1 ? old.identity : new_identity();
   i64 per_block = 0;
   if (!mul(blocklength, old.size, per_block) || !mul(per_block, count, out.size)) {
     return overflow("type size");
@@ -400,6 +417,7 @@ Result<TypeLayout> make_resized(const TypeLayout& old, std::int64_t lb, std::int
   TypeLayout out = old;
   i64 ub = 0;
   if (!add(lb, extent, ub)) return overflow("lb + extent");
+  if (lb != old.lb || ub != old.ub) out.identity = new_identity();
   out.lb = lb;
   out.ub = ub;
   RMA_RETURN_IF_ERROR(check_extents(out));

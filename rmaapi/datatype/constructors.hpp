@@ -42,9 +42,9 @@ Result<TypeLayout> make_subarray(std::span<const std::int64_t> sizes,
 Result<TypeLayout> make_resized(const TypeLayout& old, std::int64_t lb, std::int64_t extent);
 
 // Layout of a predefined type of `size` bytes and `alignment`, data one run.
-TypeLayout make_basic(std::int64_t size, std::int64_t alignment);
+TypeLayout make_basic(std::int64_t size, std::int64_t alignment, std::uint64_t identity);
 // Layout of a C struct { A a; B b; } pair type (MPI_DOUBLE_INT and friends).
 TypeLayout make_pair(std::int64_t size_a, std::int64_t align_a, std::int64_t size_b,
-                     std::int64_t align_b);
+                     std::int64_t align_b, std::uint64_t identity);
 
 }  // namespace rma::api

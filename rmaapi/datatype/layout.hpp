@@ -62,6 +62,13 @@ struct TypeLayout {
   std::int64_t true_lb = 0;  // first data byte
   std::int64_t true_ub = 0;  // one past the last data byte
   std::int64_t alignment = 1;  // for struct padding (MPI's epsilon, as MPICH does)
+  // Which types count as "the same type" for struct padding. MPICH pads a
+  // struct unless all its members are the same type, where a duplicate, a
+  // contiguous(1), a vector of one block of one element, a resize to the same
+  // bounds and a one-entry list at displacement 0 are the same type as their
+  // old type, integer types of one size are one type, and all empty types are
+  // one type. See new_identity().
+  std::uint64_t identity = 0;
 
   // Data: a single run, or a tree.
   std::int64_t run_offset = 0;         // when node == nullptr
@@ -86,5 +93,9 @@ struct Footprint {
   std::int64_t hi = 0;
 };
 Footprint footprint(const TypeLayout& type, std::int64_t count) noexcept;
+
+// A fresh identity for a new derived type; kEmptyIdentity for empty types.
+std::uint64_t new_identity() noexcept;
+constexpr std::uint64_t kEmptyIdentity = 1;
 
 }  // namespace rma::api

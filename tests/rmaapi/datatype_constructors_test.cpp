@@ -151,6 +151,41 @@ TEST(DatatypeConstructors, StructPaddingFollowsMpich) {
   EXPECT_EQ(info_of(f), (Info{5, -4, 20, 0, 14}));
 }
 
+// MPICH pads a struct only when its members are not all "the same type";
+// librma follows its notion of sameness (see TypeLayout::identity).
+TEST(DatatypeConstructors, StructPaddingSameTypeRules) {
+  TypeGuard g;
+  int bl[2] = {1, 1};
+  rma_Aint d5[2] = {0, 5};
+  rma_Datatype ints[2] = {RMA_INT, RMA_UNSIGNED};  // integers of one size: one type
+  MAKE(a, rma_type_create_struct(2, bl, d5, ints, &a));
+  EXPECT_EQ(info_of(a).extent, 9);
+  rma_Datatype mixed[2] = {RMA_INT, RMA_FLOAT};
+  MAKE(b, rma_type_create_struct(2, bl, d5, mixed, &b));
+  EXPECT_EQ(info_of(b).extent, 12);
+  MAKE(dd, rma_type_dup(RMA_DOUBLE, &dd));
+  rma_Aint d9[2] = {0, 9};
+  rma_Datatype dups[2] = {dd, RMA_DOUBLE};  // a duplicate is the same type
+  MAKE(c, rma_type_create_struct(2, bl, d9, dups, &c));
+  EXPECT_EQ(info_of(c).extent, 17);
+  MAKE(one, rma_type_contiguous(1, RMA_DOUBLE, &one));
+  rma_Datatype ones[2] = {one, RMA_DOUBLE};
+  MAKE(e, rma_type_create_struct(2, bl, d9, ones, &e));
+  EXPECT_EQ(info_of(e).extent, 17);
+  MAKE(two, rma_type_contiguous(2, RMA_CHAR, &two));  // a new type
+  rma_Aint d3[2] = {0, 3};
+  rma_Datatype ts[2] = {two, RMA_SHORT};
+  MAKE(f, rma_type_create_struct(2, bl, d3, ts, &f));
+  EXPECT_EQ(info_of(f), (Info{4, 0, 6, 0, 5}));
+  // Empty members neither pad nor align.
+  MAKE(empty, rma_type_contiguous(0, RMA_DOUBLE, &empty));
+  int bl2[2] = {1, 5};
+  rma_Aint d0[2] = {0, 0};
+  rma_Datatype te[2] = {empty, RMA_CHAR};
+  MAKE(h, rma_type_create_struct(2, bl2, d0, te, &h));
+  EXPECT_EQ(info_of(h), (Info{5, 0, 5, 0, 5}));
+}
+
 TEST(DatatypeConstructors, NestedStructOfVectors) {
   TypeGuard g;
   MAKE(v, rma_type_vector(2, 1, 2, RMA_INT, &v));  // (0,4) (8,4), extent 12
@@ -223,7 +258,8 @@ TEST(DatatypeConstructors, DupKeepsLayoutAndCommitState) {
   MAKE(d2, rma_type_dup(v, &d2));
   EXPECT_TRUE(d2->committed);
   EXPECT_EQ(blocks_of(d2), blocks_of(v));
-  MAKE(p, rma_type_dup(RMA_DOUBLE, &p));  // a duplicate of a predefined type can be freed
+  rma_Datatype p = RMA_DATATYPE_NULL;  // a duplicate of a predefined type can be freed
+  ASSERT_EQ(rma_type_dup(RMA_DOUBLE, &p), RMA_SUCCESS);
   EXPECT_FALSE(p->predefined);
   EXPECT_EQ(rma_type_free(&p), RMA_SUCCESS);
   EXPECT_EQ(p, RMA_DATATYPE_NULL);

@@ -38,8 +38,8 @@ install(EXPORT rmaTargets
 # by the provider folders) must be findable by consumers of rma::rma_static,
 # whose exported link interface names it; the shared library hides it.
 # pkg_check_modules() imported targets (PkgConfig::<PREFIX>) are recreated by
-# rmaConfig.cmake and become Requires.private in rma.pc; plain library names
-# become -l flags in Libs.private.
+# rmaConfig.cmake and their shared-library flags go into Libs.private of
+# rma.pc; plain library names become -l flags in Libs.private.
 get_property(_rma_deps GLOBAL PROPERTY RMA_LIBRARY_DEPS)
 set(RMA_CONFIG_PKG_DEPS "")        # "<PREFIX>=<module>[,<module>...]" per dependency
 set(RMA_PC_REQUIRES_PRIVATE "")
@@ -56,8 +56,12 @@ foreach(_dep IN LISTS _rma_deps)
     endif()
     list(JOIN _modules "," _joined)
     list(APPEND RMA_CONFIG_PKG_DEPS "${_prefix}=${_joined}")
-    list(JOIN _modules ", " _joined)
-    list(APPEND RMA_PC_REQUIRES_PRIVATE "${_joined}")
+    # Not Requires.private: `pkg-config --static libdpdk` expands to every
+    # DPDK driver archive and fails on Debian (it wants -lsystemd). A static
+    # librma links the dependency's shared libraries, so its plain --libs go
+    # into Libs.private (FindPkgConfig caches them as <PREFIX>_LDFLAGS).
+    list(JOIN ${_prefix}_LDFLAGS " " _ldflags)
+    string(APPEND RMA_PC_LIBS_PRIVATE " ${_ldflags}")
   elseif(TARGET "${_dep}")
     message(FATAL_ERROR "Install.cmake: don't know how to export the dependency ${_dep}; "
                         "use pkg_check_modules(... IMPORTED_TARGET) or a plain library name")

@@ -262,34 +262,46 @@ namespace {
 // post() on one thread, poll() on another, the peer driven by a third: the
 // device lock serialises them (run under TSan).
 TEST(SoftRoceDevice, PostAndPollFromDifferentThreads) {
-  auto p = Pair::make(default_options());
+  PairOptions o = default_options();
+  o.qp.timeout = 14;  // 67 ms: three threads on one lock (and TSan) stretch round trips
+  auto p = Pair::make(o);
   ASSERT_NE(p, nullptr);
   Buffer src = make_buffer(*p->a.pd, 1 << 16), dst = make_buffer(*p->b.pd, 1 << 16);
   fill_pattern(src.data, 1 << 16, 11);
   constexpr int kOps = 2000;
-  std::atomic<int> completed{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::atomic<int> completed{0}, failed{0};
   std::atomic<bool> stop{false};
   std::thread poller([&] {
     Completion c[16];
-    while (completed.load() < kOps) {
+    while (completed.load() + failed.load() < kOps && std::chrono::steady_clock::now() < deadline) {
       const int n = p->a.cq->poll({c, 16});
-      ASSERT_GE(n, 0);
-      for (int i = 0; i < n; ++i) ASSERT_EQ(c[i].status, WcStatus::kSuccess);
-      completed += n;
+      if (n < 0) break;
+      for (int i = 0; i < n; ++i) (c[i].status == WcStatus::kSuccess ? completed : failed)++;
+      if (n == 0) std::this_thread::yield();
     }
   });
   std::thread peer([&] {
-    while (!stop.load()) p->b.sdev->progress();
+    while (!stop.load()) {
+      p->b.sdev->progress();
+      std::this_thread::yield();
+    }
   });
   int posted = 0;
-  while (posted < kOps) {
+  while (posted < kOps && std::chrono::steady_clock::now() < deadline && p->a.qp->state() == QpState::kRts) {
     Sge s = src.sge((posted % 16) * 4096, 4096);
     WorkRequest w = wr(Opcode::kRdmaWrite, &s, 1, dst.addr((posted % 16) * 4096), dst.rkey(), posted);
-    if (p->a.qp->post({&w, 1}).ok()) ++posted;
+    if (p->a.qp->post({&w, 1}).ok()) {
+      ++posted;
+    } else {
+      std::this_thread::yield();  // send queue full until the poller retires slots
+    }
   }
   poller.join();
   stop = true;
   peer.join();
+  EXPECT_EQ(posted, kOps);
+  EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(completed.load(), kOps);
   EXPECT_EQ(std::memcmp(src.data, dst.data, 1 << 16), 0);
 }

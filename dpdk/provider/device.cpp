@@ -11,6 +11,7 @@
 #include <new>
 
 #include "provider/softroce_device.hpp"
+#include "rma/provider_checks.hpp"
 #include "rc/engine.hpp"
 #include "rc/qp.hpp"
 #include "wire/wire.hpp"
@@ -133,40 +134,12 @@ class MrImpl final : public MemoryRegion {
   std::shared_ptr<PdImpl> pd_;
 };
 
-bool has_unmapped_page(std::uint64_t addr, std::uint64_t length) noexcept {
-  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  const std::uint64_t start = addr & ~(page - 1);
-  const std::uint64_t span = ((addr + length - start) + page - 1) & ~(page - 1);
-  return ::msync(reinterpret_cast<void*>(start), span, MS_ASYNC) != 0 && errno == ENOMEM;
-}
 
 Result<std::unique_ptr<MemoryRegion>> PdImpl::register_memory(void* addr, std::size_t length,
                                                               Access access) {
   const auto a = reinterpret_cast<std::uint64_t>(addr);
   const DeviceCaps& caps = dev_->caps();
-  if (a == 0) return invalid_argument("register_memory: address is null");
-  if (length == 0) return invalid_argument("register_memory: length is 0 at address " + hex(a));
-  if (a + length < a) {
-    return invalid_argument("register_memory: range " + hex(a) + " + " + dec(length) +
-                            " wraps around the address space");
-  }
-  if (length > caps.max_mr_size) {
-    return invalid_argument("register_memory: length " + dec(length) + " exceeds max_mr_size " +
-                            dec(caps.max_mr_size));
-  }
-  const auto bits = static_cast<std::uint32_t>(access);
-  if ((bits & ~static_cast<std::uint32_t>(kAllAccess)) != 0) {
-    return invalid_argument("register_memory: unknown access bits " + hex(bits));
-  }
-  if ((has_access(access, Access::kRemoteWrite) || has_access(access, Access::kRemoteAtomic)) &&
-      !has_access(access, Access::kLocalWrite)) {
-    return invalid_argument("register_memory: access " + access_to_string(access) +
-                            " needs LOCAL_WRITE too (REMOTE_WRITE and REMOTE_ATOMIC require it)");
-  }
-  if (has_unmapped_page(a, length)) {
-    return invalid_argument("register_memory: range " + hex(a) + " + " + dec(length) +
-                            " is not (entirely) mapped memory");
-  }
+  RMA_RETURN_IF_ERROR(check_registration(addr, length, access, caps));
   roce::rc::Engine& e = dev_->engine();
   roce::rc::KeyTable::Keys keys;
   {
@@ -244,34 +217,9 @@ class QpImpl final : public QueuePair {
   std::unique_ptr<roce::rc::RcQp> qp_;
 };
 
-Status validate_config(const QpConfig& c, const DeviceCaps& caps) {
-  auto range = [](const char* what, std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
-    return v < lo || v > hi ? invalid_argument(std::string("create_qp: ") + what + " " + dec(v) +
-                                               " is outside " + dec(lo) + ".." + dec(hi))
-                            : Status();
-  };
-  if (!c.send_cq) return invalid_argument("create_qp: send_cq is null");
-  if (!c.recv_cq) return invalid_argument("create_qp: recv_cq is null");
-  RMA_RETURN_IF_ERROR(range("max_send_wr", c.max_send_wr, 1, caps.max_qp_wr));
-  RMA_RETURN_IF_ERROR(range("max_recv_wr", c.max_recv_wr, 1, caps.max_qp_wr));
-  RMA_RETURN_IF_ERROR(range("max_send_sge", c.max_send_sge, 0, caps.max_sge));
-  RMA_RETURN_IF_ERROR(range("max_recv_sge", c.max_recv_sge, 0, caps.max_recv_sge));
-  RMA_RETURN_IF_ERROR(range("max_inline_data", c.max_inline_data, 0, caps.max_inline_data));
-  RMA_RETURN_IF_ERROR(range("max_rd_atomic", c.max_rd_atomic, 0, caps.max_qp_rd_atom));
-  RMA_RETURN_IF_ERROR(range("timeout", c.timeout, 0, 31));
-  RMA_RETURN_IF_ERROR(range("retry_cnt", c.retry_cnt, 0, 7));
-  RMA_RETURN_IF_ERROR(range("rnr_retry", c.rnr_retry, 0, 7));
-  RMA_RETURN_IF_ERROR(range("min_rnr_timer", c.min_rnr_timer, 0, 31));
-  const std::uint32_t mtu = c.path_mtu;
-  if (mtu != 0 && (mtu < 256 || mtu > caps.path_mtu || (mtu & (mtu - 1)) != 0)) {
-    return invalid_argument("create_qp: path_mtu " + dec(mtu) +
-                            " must be 0 or a power of two in 256.." + dec(caps.path_mtu));
-  }
-  return {};
-}
 
 Result<std::unique_ptr<QueuePair>> PdImpl::create_qp(const QpConfig& config) {
-  RMA_RETURN_IF_ERROR(validate_config(config, dev_->caps()));
+  RMA_RETURN_IF_ERROR(check_qp_config(config, dev_->caps()));
   auto scq = std::dynamic_pointer_cast<CqImpl>(config.send_cq);
   auto rcq = std::dynamic_pointer_cast<CqImpl>(config.recv_cq);
   if (!scq) return invalid_argument("create_qp: send_cq was not created by the softroce provider");

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <new>
 
+#include "rma/provider_checks.hpp"
 #include "self/endpoint_address.hpp"
 #include "self/fabric.hpp"
 #include "self/text.hpp"
@@ -14,32 +15,6 @@
 namespace rma::self {
 
 namespace {
-
-Status validate_config(const QpConfig& c, const DeviceCaps& caps) {
-  auto range = [](const char* what, std::uint64_t v, std::uint64_t lo, std::uint64_t hi) {
-    return v < lo || v > hi ? invalid_argument(std::string("create_qp: ") + what + " " + dec(v) +
-                                               " is outside " + dec(lo) + ".." + dec(hi))
-                            : Status();
-  };
-  if (!c.send_cq) return invalid_argument("create_qp: send_cq is null");
-  if (!c.recv_cq) return invalid_argument("create_qp: recv_cq is null");
-  RMA_RETURN_IF_ERROR(range("max_send_wr", c.max_send_wr, 1, caps.max_qp_wr));
-  RMA_RETURN_IF_ERROR(range("max_recv_wr", c.max_recv_wr, 1, caps.max_qp_wr));
-  RMA_RETURN_IF_ERROR(range("max_send_sge", c.max_send_sge, 0, caps.max_sge));
-  RMA_RETURN_IF_ERROR(range("max_recv_sge", c.max_recv_sge, 0, caps.max_recv_sge));
-  RMA_RETURN_IF_ERROR(range("max_inline_data", c.max_inline_data, 0, caps.max_inline_data));
-  RMA_RETURN_IF_ERROR(range("max_rd_atomic", c.max_rd_atomic, 0, caps.max_qp_rd_atom));
-  RMA_RETURN_IF_ERROR(range("timeout", c.timeout, 0, 31));
-  RMA_RETURN_IF_ERROR(range("retry_cnt", c.retry_cnt, 0, 7));
-  RMA_RETURN_IF_ERROR(range("rnr_retry", c.rnr_retry, 0, 7));
-  RMA_RETURN_IF_ERROR(range("min_rnr_timer", c.min_rnr_timer, 0, 31));
-  const std::uint32_t mtu = c.path_mtu;
-  if (mtu != 0 && (mtu < 256 || mtu > caps.path_mtu || (mtu & (mtu - 1)) != 0)) {
-    return invalid_argument("create_qp: path_mtu " + dec(mtu) +
-                            " must be 0 or a power of two in 256.." + dec(caps.path_mtu));
-  }
-  return {};
-}
 
 // Completion opcodes on the requester side, as ibv_wc_opcode reports them:
 // the *_WITH_IMM variants complete as their plain forms.
@@ -93,7 +68,7 @@ Status QpImpl::allocate_queues() {
 
 Result<std::unique_ptr<QueuePair>> QpImpl::create(std::shared_ptr<PdImpl> pd,
                                                   const QpConfig& config) {
-  RMA_RETURN_IF_ERROR(validate_config(config, pd->caps()));
+  RMA_RETURN_IF_ERROR(check_qp_config(config, pd->caps()));
   auto send_cq = std::dynamic_pointer_cast<CqImpl>(config.send_cq);
   auto recv_cq = std::dynamic_pointer_cast<CqImpl>(config.recv_cq);
   if (!send_cq) return invalid_argument("create_qp: send_cq was not created by the self provider");

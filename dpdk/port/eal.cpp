@@ -28,12 +28,16 @@ namespace {
 constexpr const char* kEalVar = "RMA_SOFTROCE_EAL_ARGS";
 constexpr unsigned kMemMb = 256;
 
-void declare_variables() {
-  (void)config::declare({kEalVar, "",
+}  // namespace
+
+Status declare_port_variables() {
+  return config::declare({kEalVar, "",
                          "DPDK EAL arguments for the softroce provider (whitespace separated); empty = "
                          "--no-pci --no-huge -m 256 --no-shconf --no-telemetry --log-level=*:warning -l <core> "
                          "(--in-memory instead of --no-huge/--no-shconf when HugePages_Free covers -m)"});
 }
+
+namespace {
 
 // Free hugepage memory in MB, from /proc/meminfo.
 std::uint64_t free_hugepage_mb() {
@@ -70,7 +74,7 @@ struct EalArgs {
 };
 
 EalArgs build_args() {
-  declare_variables();
+  (void)declare_port_variables();
   EalArgs out;
   auto env = config::get_string(kEalVar);
   std::string text = env.ok() ? *env : std::string();

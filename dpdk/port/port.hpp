@@ -18,6 +18,10 @@ namespace rma::roce {
 // the first call's outcome.
 Status ensure_eal();
 
+// Declares the port layer's RMA_* variables (RMA_SOFTROCE_EAL_ARGS) so that
+// rma_info lists them before any port is opened.
+Status declare_port_variables();
+
 // Opens a port described by `spec`:
 //   memif:server:<socket-name>[,<options>]   memif:client:<socket-name>
 //   af_packet:<ifname>    tap:<ifname>    ring:<name>   (ring: in-process pair by name)

@@ -20,6 +20,7 @@ constexpr const char* kPcapVar = "RMA_SOFTROCE_PCAP";
 constexpr const char* kDeviceName = "softroce0";
 
 Status declare_variables() {
+  RMA_RETURN_IF_ERROR(roce::declare_port_variables());
   RMA_RETURN_IF_ERROR(config::declare({kPortVar, roce::default_port_spec(),
                                        "DPDK port of the softroce provider: memif:server:<sock>, "
                                        "memif:client:<sock>, af_packet:<if>, tap:<if>, ring:<name>, "

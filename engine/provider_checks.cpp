@@ -85,4 +85,38 @@ Status check_registration(const void* addr, std::size_t length, Access access, c
   return {};
 }
 
+const char* check_send_wr(const WorkRequest& wr, const SendLimits& limits, std::uint64_t* total,
+                          StatusCode& code) noexcept {
+  code = StatusCode::kInvalidArgument;
+  const bool atomic = wr.opcode == Opcode::kAtomicFetchAdd || wr.opcode == Opcode::kAtomicCmpSwap;
+  switch (wr.opcode) {
+    case Opcode::kRdmaWrite:
+    case Opcode::kRdmaWriteWithImm:
+    case Opcode::kRdmaRead:
+    case Opcode::kAtomicFetchAdd:
+    case Opcode::kAtomicCmpSwap:
+    case Opcode::kSend:
+    case Opcode::kSendWithImm:
+      break;
+    default:
+      return "opcode not valid for post";
+  }
+  constexpr std::uint32_t kKnownFlags = kWrSignaled | kWrFence | kWrInline | kWrSolicited;
+  if ((wr.flags & ~kKnownFlags) != 0) return "unknown work request flag bits";
+  if (wr.sgl.size() > limits.max_send_sge) return "too many SGEs";
+  const bool inl = (wr.flags & kWrInline) != 0;
+  if (atomic) {
+    if (wr.sgl.size() != 1 || wr.sgl[0].length != 8) return "atomic needs exactly one 8-byte SGE";
+    if ((wr.remote_addr & 7u) != 0) return "atomic remote_addr not 8-byte aligned";
+  }
+  if (inl && (wr.opcode == Opcode::kRdmaRead || atomic)) return "inline is only valid for SEND and RDMA WRITE";
+  std::uint64_t sum = 0;
+  for (const Sge& sge : wr.sgl) sum += sge.length;
+  if (sum > limits.max_msg_size) return "message exceeds max_msg_size";
+  if (inl && sum > limits.max_inline_data) return "inline data exceeds max_inline_data";
+  *total = sum;
+  code = StatusCode::kOk;
+  return nullptr;
+}
+
 }  // namespace rma

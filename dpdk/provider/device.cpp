@@ -21,11 +21,6 @@ namespace rma::softroce {
 namespace {
 
 std::string dec(std::uint64_t v) { return std::to_string(v); }
-std::string hex(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 std::string ip_text(std::uint32_t ip) {
   char b[20];
   std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <new>
 
+#include "rma/provider_checks.hpp"
+
 namespace rma::roce::rc {
 
 namespace {
@@ -128,34 +130,10 @@ const char* RcQp::check_send(const WorkRequest& wr, StatusCode& code) const noex
   const QpState s = state();
   if (s == QpState::kError) return "QP is in the error state";
   if (s != QpState::kRts) return "QP is not in RTS state";
-  code = StatusCode::kInvalidArgument;
-  switch (wr.opcode) {
-    case VerbOp::kRdmaWrite:
-    case VerbOp::kRdmaWriteWithImm:
-    case VerbOp::kRdmaRead:
-    case VerbOp::kAtomicFetchAdd:
-    case VerbOp::kAtomicCmpSwap:
-    case VerbOp::kSend:
-    case VerbOp::kSendWithImm:
-      break;
-    default:
-      return "opcode not valid for post";
-  }
-  constexpr std::uint32_t kKnownFlags = kWrSignaled | kWrFence | kWrInline | kWrSolicited;
-  if ((wr.flags & ~kKnownFlags) != 0) return "unknown work request flag bits";
-  if (wr.sgl.size() > max_send_sge_) return "too many SGEs";
-  const bool inl = (wr.flags & kWrInline) != 0;
-  if (is_atomic(wr.opcode)) {
-    if (wr.sgl.size() != 1 || wr.sgl[0].length != 8) return "atomic needs exactly one 8-byte SGE";
-    if ((wr.remote_addr & 7u) != 0) return "atomic remote_addr not 8-byte aligned";
-  }
-  if (inl && (wr.opcode == VerbOp::kRdmaRead || is_atomic(wr.opcode))) {
-    return "inline is only valid for SEND and RDMA WRITE";
-  }
   std::uint64_t total = 0;
-  for (const Sge& sge : wr.sgl) total += sge.length;
-  if (total > max_msg_size_) return "message exceeds max_msg_size";
-  if (inl && total > max_inline_) return "inline data exceeds max_inline_data";
+  if (const char* why = check_send_wr(wr, SendLimits{max_send_sge_, max_inline_, max_msg_size_}, &total, code)) {
+    return why;
+  }
   code = StatusCode::kResourceExhausted;
   if (sq_tail_ - sq_retired_ >= max_send_wr_) return "send queue full";
   code = StatusCode::kOk;

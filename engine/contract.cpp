@@ -74,6 +74,17 @@ std::string_view wc_status_description(WcStatus s) noexcept {
   return i < std::size(kWcNames) ? kWcNames[i].description : "unknown completion status";
 }
 
+std::string_view async_event_name(AsyncEventType t) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "CQ_ERR",         "QP_FATAL",          "QP_REQ_ERR",         "QP_ACCESS_ERR",    "COMM_EST",
+      "SQ_DRAINED",     "PATH_MIG",          "PATH_MIG_ERR",       "DEVICE_FATAL",     "PORT_ACTIVE",
+      "PORT_ERR",       "LID_CHANGE",        "PKEY_CHANGE",        "SM_CHANGE",        "SRQ_ERR",
+      "SRQ_LIMIT_REACHED", "QP_LAST_WQE_REACHED", "CLIENT_REREGISTER", "GID_CHANGE",
+  };
+  auto i = static_cast<size_t>(t);
+  return i < std::size(kNames) ? kNames[i] : "UNKNOWN_EVENT";
+}
+
 std::string_view qp_state_name(QpState s) noexcept {
   switch (s) {
     case QpState::kReset: return "RESET";

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -171,6 +172,46 @@ struct DeviceInfo {
   DeviceCaps caps;
 };
 
+// ---------------------------------------------------------------- observability
+// One named counter, monotonic unless its name says otherwise
+// ("tx_frames", "nak_seq_err", "rx_icrc_errors"). Names are snake_case and
+// stable: tools and tests look them up by name.
+struct CounterSample {
+  std::string name;
+  std::uint64_t value = 0;
+};
+
+// Asynchronous events, named as in enum ibv_event_type.
+enum class AsyncEventType : std::uint8_t {
+  kCqErr,              // a CQ overran
+  kQpFatal,            // a QP hit an error that no work request reports
+  kQpReqErr,           // invalid request arrived at a QP
+  kQpAccessErr,        // remote access violation at a QP
+  kCommEst,            // first packet arrived on a QP in RTR
+  kSqDrained,
+  kPathMig,
+  kPathMigErr,
+  kDeviceFatal,        // the device is unusable
+  kPortActive,         // a port came up
+  kPortErr,            // a port went down
+  kLidChange,
+  kPkeyChange,
+  kSmChange,
+  kSrqErr,
+  kSrqLimitReached,
+  kQpLastWqeReached,
+  kClientReregister,
+  kGidChange,
+};
+std::string_view async_event_name(AsyncEventType t) noexcept;  // "QP_FATAL", "PORT_ERR"
+
+struct AsyncEvent {
+  AsyncEventType type = AsyncEventType::kDeviceFatal;
+  std::uint32_t qp_num = 0;    // QP events
+  std::uint8_t port = 0;       // port events (1-based, as in verbs)
+  std::string description;     // what happened, in words a user can act on
+};
+
 class CompletionQueue;
 class ProtectionDomain;
 
@@ -184,6 +225,14 @@ class Device {
   virtual Result<std::shared_ptr<ProtectionDomain>> alloc_pd() = 0;
   // depth: completions the queue holds before it overruns (1..caps().max_cqe).
   virtual Result<std::shared_ptr<CompletionQueue>> create_cq(std::uint32_t depth) = 0;
+
+  // Device-wide counters (frames, bytes, retransmissions, NAKs by kind...).
+  // Control path; safe to call from any thread. Providers without counters
+  // return an empty list.
+  virtual Result<std::vector<CounterSample>> read_counters() const { return std::vector<CounterSample>{}; }
+  // Takes the oldest pending asynchronous event (port down, QP fatal...), if
+  // any. Never blocks. Providers without asynchronous events return nullopt.
+  virtual std::optional<AsyncEvent> poll_async_event() { return std::nullopt; }
 };
 
 // ---------------------------------------------------------------- memory
@@ -284,6 +333,9 @@ class QueuePair {
   // is not posted, and says why; requests before it are posted.
   virtual PostResult post(std::span<const WorkRequest> wrs) noexcept = 0;
   virtual PostResult post_recv(std::span<const RecvRequest> wrs) noexcept = 0;
+
+  // This QP's counters; same naming rules as Device::read_counters().
+  virtual Result<std::vector<CounterSample>> read_counters() const { return std::vector<CounterSample>{}; }
 };
 
 class ProtectionDomain {

@@ -29,6 +29,11 @@ void declare_engine_variables(Table& t) {
        "registration cache: registrations cached before unused ones are evicted, least recent first"},
       {"RMA_RCACHE_MONITOR", "auto",
        "how the cache learns memory went away: auto, userfaultfd, hooks or none"},
+      {"RMA_STATS", "",
+       "counters of every opened device: 'exit' prints them to stderr when the device closes or "
+       "the process exits, 'shm' publishes them for `rma_info --counters`; both: 'exit,shm'"},
+      {"RMA_STATS_INTERVAL_MS", "100", "how often published counters (RMA_STATS=shm) are refreshed, in ms"},
+      {"RMA_STATS_DIR", "/dev/shm", "where RMA_STATS=shm publishes counters (rma_info --counters reads it)"},
   };
   for (const auto& v : builtin) t.vars.emplace(v.name, v);
 }

@@ -3,6 +3,7 @@
 #include "rma/config.hpp"
 #include "rma/log.hpp"
 #include "rma/registry.hpp"
+#include "stats/device_tracker.hpp"
 
 namespace rma {
 namespace detail {
@@ -80,7 +81,7 @@ Result<std::shared_ptr<Device>> ProviderRegistry::open(std::string_view provider
   }
   auto d = p->open_device(dev);
   if (!d.ok()) return d.status().with_context("provider " + std::string(p->name()));
-  return d;
+  return stats::track_device(std::move(d).value());
 }
 
 }  // namespace rma

@@ -1,7 +1,9 @@
 // rma_info: what librma sees on this machine — providers, their devices and
 // capabilities, the registration cache's memory monitor, and every RMA_*
 // configuration variable with its default, current value and meaning.
+#include <chrono>
 #include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -10,6 +12,7 @@
 #include "rma/provider.hpp"
 #include "rma/registration_cache.hpp"
 #include "rma/registry.hpp"
+#include "rma/stats.hpp"
 #include "rma/version.hpp"
 
 namespace {
@@ -22,8 +25,10 @@ void usage(FILE* out) {
                "  -c, --config    every RMA_* environment variable: default, value, meaning\n"
                "  -m, --monitor   how the registration cache detects memory going away\n"
                "  -v, --version   librma version\n"
+               "      --counters  counters of running librma processes started with RMA_STATS=shm\n"
+               "      --pid N     with --counters: only process N\n"
                "  -h, --help      this text\n"
-               "With no option, prints all of the above.\n");
+               "With no option, prints devices, monitor, configuration and version.\n");
 }
 
 void print_gid(const std::array<std::uint8_t, 16>& gid) {
@@ -108,13 +113,56 @@ int print_monitor() {
   return 0;
 }
 
+// Counters that running processes publish under RMA_STATS_DIR.
+int print_counters(std::optional<int> pid) {
+  auto published = rma::stats::read_published(pid);
+  if (!published.ok()) {
+    std::fprintf(stderr, "rma_info: %s\n", published.status().message().c_str());
+    return 1;
+  }
+  std::printf("# Counters of running librma processes (RMA_STATS=shm)\n");
+  if (published->empty()) {
+    std::printf("no running librma process publishes counters (start one with RMA_STATS=shm)\n");
+    return 0;
+  }
+  const auto now_ms = static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  for (const auto& p : *published) {
+    const unsigned long long age = now_ms > p.updated_unix_ms ? now_ms - p.updated_unix_ms : 0;
+    std::printf("process %d (%s), updated %llu ms ago\n%s", p.pid, p.program.c_str(), age,
+                p.text.empty() ? "  no open devices\n" : p.text.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool devices = false, config = false, monitor = false, version = false;
+  bool devices = false, config = false, monitor = false, version = false, counters = false;
+  std::optional<int> pid;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "-d" || a == "--devices") devices = true;
+    if (a == "--counters") counters = true;
+    else if (a == "--pid" || a.rfind("--pid=", 0) == 0) {
+      std::string v;
+      if (a == "--pid") {
+        if (i + 1 >= argc) {
+          std::fprintf(stderr, "rma_info: --pid needs a process id\n");
+          return 2;
+        }
+        v = argv[++i];
+      } else {
+        v = a.substr(6);
+      }
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n <= 0 || n > 4194304) {
+        std::fprintf(stderr, "rma_info: --pid '%s' is not a process id\n", v.c_str());
+        return 2;
+      }
+      pid = static_cast<int>(n);
+    } else if (a == "-d" || a == "--devices") devices = true;
     else if (a == "-c" || a == "--config") config = true;
     else if (a == "-m" || a == "--monitor") monitor = true;
     else if (a == "-v" || a == "--version") version = true;
@@ -126,6 +174,17 @@ int main(int argc, char** argv) {
       usage(stderr);
       return 2;
     }
+  }
+  if (pid && !counters) {
+    std::fprintf(stderr, "rma_info: --pid goes with --counters\n");
+    return 2;
+  }
+  if (counters) {
+    if (devices || config || monitor || version) {
+      std::fprintf(stderr, "rma_info: --counters does not combine with other options\n");
+      return 2;
+    }
+    return print_counters(pid);
   }
   if (!devices && !config && !monitor && !version) devices = config = monitor = version = true;
   int rc = 0;

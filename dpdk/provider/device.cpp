@@ -10,6 +10,7 @@
 #include <mutex>
 #include <new>
 
+#include "provider/counter_samples.hpp"
 #include "provider/softroce_device.hpp"
 #include "rma/provider_checks.hpp"
 #include "rc/engine.hpp"
@@ -37,8 +38,8 @@ class PdImpl;
 // ---------------------------------------------------------------- device
 class DeviceImpl final : public SoftRoceDevice, public std::enable_shared_from_this<DeviceImpl> {
  public:
-  DeviceImpl(DeviceInfo info, std::unique_ptr<roce::rc::Engine> engine)
-      : info_(std::move(info)), engine_(std::move(engine)) {}
+  DeviceImpl(DeviceInfo info, std::unique_ptr<roce::rc::Engine> engine, DeviceOptions options)
+      : info_(std::move(info)), engine_(std::move(engine)), options_(std::move(options)) {}
   const DeviceInfo& info() const noexcept override { return info_; }
   Result<std::shared_ptr<ProtectionDomain>> alloc_pd() override;
   Result<std::shared_ptr<CompletionQueue>> create_cq(std::uint32_t depth) override;
@@ -54,6 +55,34 @@ class DeviceImpl final : public SoftRoceDevice, public std::enable_shared_from_t
     return qp->counters();
   }
   roce::LinkCounters link_counters() const override { return engine_->link_counters(); }
+
+  // Under the device lock: the counters move only while it is held, so a
+  // reader on another thread sees a consistent snapshot and no data race.
+  Result<std::vector<CounterSample>> read_counters() const override {
+    std::lock_guard lock(engine_->mutex());
+    return device_samples(engine_->counters(), engine_->link_counters());
+  }
+  Result<std::vector<QpCounters>> read_qp_counters() const override {
+    std::lock_guard lock(engine_->mutex());
+    std::vector<QpCounters> out;
+    out.reserve(live_qps_.size());
+    for (std::uint32_t qpn : live_qps_) {
+      const roce::rc::RcQp* qp = engine_->find_qp(qpn);
+      if (qp == nullptr) continue;
+      QpCounters q;
+      q.qp_num = qpn;
+      append_qp_samples(qp->counters(), q.counters);
+      out.push_back(std::move(q));
+    }
+    return out;
+  }
+  // Both with the device lock held.
+  void qp_created(std::uint32_t qpn) { live_qps_.push_back(qpn); }
+  void qp_destroyed(std::uint32_t qpn) noexcept {
+    std::erase(live_qps_, qpn);
+  }
+  const DeviceOptions& options() const noexcept { return options_; }
+
   void progress() override {
     std::lock_guard lock(engine_->mutex());
     engine_->progress();
@@ -63,6 +92,8 @@ class DeviceImpl final : public SoftRoceDevice, public std::enable_shared_from_t
  private:
   DeviceInfo info_;
   std::unique_ptr<roce::rc::Engine> engine_;
+  DeviceOptions options_;
+  std::vector<std::uint32_t> live_qps_;  // guarded by engine_->mutex()
 };
 
 // ---------------------------------------------------------------- CQ
@@ -151,14 +182,25 @@ class QpImpl final : public QueuePair {
       : pd_(std::move(pd)), scq_(std::move(scq)), rcq_(std::move(rcq)) {}
   ~QpImpl() override {
     std::lock_guard lock(engine().mutex());
+    if (qp_) pd_->dev().qp_destroyed(qp_->qpn());
     qp_.reset();
   }
   Status init(const roce::rc::QpParams& p) {
     std::lock_guard lock(engine().mutex());
     qp_ = std::make_unique<roce::rc::RcQp>(engine(), p);
     Status st = qp_->init();
-    if (!st.ok()) qp_.reset();
+    if (!st.ok()) {
+      qp_.reset();
+      return st;
+    }
+    pd_->dev().qp_created(qp_->qpn());
     return st;
+  }
+  Result<std::vector<CounterSample>> read_counters() const override {
+    std::lock_guard lock(engine().mutex());
+    std::vector<CounterSample> out;
+    append_qp_samples(qp_->counters(), out);
+    return out;
   }
   std::uint32_t qp_num() const noexcept override { return qp_->qpn(); }
   QpState state() const noexcept override { return qp_->state(); }
@@ -230,9 +272,13 @@ Result<std::unique_ptr<QueuePair>> PdImpl::create_qp(const QpConfig& config) {
   p.max_recv_sge = config.max_recv_sge;
   p.max_inline = config.max_inline_data;
   p.max_rd_atomic = config.max_rd_atomic;
-  p.timeout = config.timeout;
-  p.retry_cnt = config.retry_cnt;
-  p.rnr_retry = config.rnr_retry;
+  // The device's configured defaults apply where the caller kept the
+  // contract's defaults; a value the caller changed wins.
+  const QpConfig contract_defaults;
+  const DeviceOptions& o = dev_->options();
+  p.timeout = config.timeout == contract_defaults.timeout && o.timeout ? *o.timeout : config.timeout;
+  p.retry_cnt = config.retry_cnt == contract_defaults.retry_cnt && o.retry_cnt ? *o.retry_cnt : config.retry_cnt;
+  p.rnr_retry = config.rnr_retry == contract_defaults.rnr_retry && o.rnr_retry ? *o.rnr_retry : config.rnr_retry;
   p.min_rnr_timer = config.min_rnr_timer;
   p.path_mtu = config.path_mtu != 0 ? config.path_mtu : dev_->caps().path_mtu;
   p.max_msg_size = dev_->caps().max_msg_size;
@@ -394,7 +440,7 @@ Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link>
   c.atomics = true;
   c.path_mtu = mtu;
   (void)ip_text;
-  return std::shared_ptr<Device>(std::make_shared<DeviceImpl>(std::move(d), std::move(engine)));
+  return std::shared_ptr<Device>(std::make_shared<DeviceImpl>(std::move(d), std::move(engine), std::move(options)));
 }
 
 }  // namespace rma::softroce

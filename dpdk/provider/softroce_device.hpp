@@ -29,6 +29,9 @@ struct DeviceOptions {
   std::uint32_t tx_ring = 256;           // transmit slots
   std::optional<std::uint32_t> initial_psn;  // tests: every QP expects this first PSN
   std::string pcap_path;                 // capture file (RMA_SOFTROCE_PCAP); empty = none
+  // Transport timer codes for QPs whose QpConfig leaves the field at the
+  // contract's default (RMA_SOFTROCE_TIMEOUT, _RETRY_CNT, _RNR_RETRY).
+  std::optional<std::uint8_t> timeout, retry_cnt, rnr_retry;
 };
 
 // Extra surface of a softroce device beyond rma::Device.

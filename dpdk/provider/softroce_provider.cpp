@@ -1,6 +1,7 @@
 // The "softroce" provider: a software RoCE v2 NIC on a DPDK port
 // (RMA_SOFTROCE_PORT), registered in the engine's provider registry.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "port/port.hpp"
@@ -17,6 +18,9 @@ namespace {
 constexpr const char* kPortVar = "RMA_SOFTROCE_PORT";
 constexpr const char* kMtuVar = "RMA_SOFTROCE_MTU";
 constexpr const char* kPcapVar = "RMA_SOFTROCE_PCAP";
+constexpr const char* kTimeoutVar = "RMA_SOFTROCE_TIMEOUT";
+constexpr const char* kRetryVar = "RMA_SOFTROCE_RETRY_CNT";
+constexpr const char* kRnrRetryVar = "RMA_SOFTROCE_RNR_RETRY";
 constexpr const char* kDeviceName = "softroce0";
 
 Status declare_variables() {
@@ -31,7 +35,27 @@ Status declare_variables() {
   RMA_RETURN_IF_ERROR(config::declare({kPcapVar, "",
                                        "softroce: write every frame sent and received to this pcap "
                                        "file (empty = off)"}));
+  RMA_RETURN_IF_ERROR(config::declare({kTimeoutVar, "",
+                                       "softroce local ACK timeout code 0..31 (4.096 us * 2^code, 0 = "
+                                       "infinite) for QPs that keep the default (14); empty = 14"}));
+  RMA_RETURN_IF_ERROR(config::declare({kRetryVar, "",
+                                       "softroce transport retry count 0..7 for QPs that keep the "
+                                       "default (7); empty = 7"}));
+  RMA_RETURN_IF_ERROR(config::declare({kRnrRetryVar, "",
+                                       "softroce RNR retry count 0..7 (7 = infinite) for QPs that keep "
+                                       "the default (7); empty = 7"}));
   return {};
+}
+
+// An optional timer code from `var`: empty means "not set".
+Result<std::optional<std::uint8_t>> configured_code(const char* var, std::uint64_t max) {
+  RMA_ASSIGN_OR_RETURN(std::string text, config::get_string(var));
+  if (text.empty()) return std::optional<std::uint8_t>{};
+  RMA_ASSIGN_OR_RETURN(std::uint64_t v, config::get_size(var));
+  if (v > max) {
+    return invalid_argument(std::string(var) + "=" + text + ": must be 0.." + std::to_string(max));
+  }
+  return std::optional<std::uint8_t>{static_cast<std::uint8_t>(v)};
 }
 
 Result<std::uint32_t> configured_mtu() {
@@ -96,6 +120,9 @@ class SoftRoceProvider final : public Provider {
     RMA_ASSIGN_OR_RETURN(std::string spec, config::get_string(kPortVar));
     RMA_ASSIGN_OR_RETURN(std::uint32_t mtu, configured_mtu());
     RMA_ASSIGN_OR_RETURN(std::string pcap, config::get_string(kPcapVar));
+    RMA_ASSIGN_OR_RETURN(auto timeout, configured_code(kTimeoutVar, 31));
+    RMA_ASSIGN_OR_RETURN(auto retry_cnt, configured_code(kRetryVar, 7));
+    RMA_ASSIGN_OR_RETURN(auto rnr_retry, configured_code(kRnrRetryVar, 7));
     const std::string where = "softroce: " + std::string(kPortVar) + "=\"" + spec + "\"";
     auto link = roce::open_port(spec);
     if (!link.ok()) return link.status().with_context(where);
@@ -103,6 +130,9 @@ class SoftRoceProvider final : public Provider {
     o.name = kDeviceName;
     o.path_mtu = mtu;
     o.pcap_path = pcap;
+    o.timeout = timeout;
+    o.retry_cnt = retry_cnt;
+    o.rnr_retry = rnr_retry;
     auto dev = open_softroce_device(std::move(link).value(), o);
     if (!dev.ok()) return dev.status().with_context(where);
     return dev;

@@ -181,6 +181,12 @@ struct CounterSample {
   std::uint64_t value = 0;
 };
 
+// The counters of one queue pair, as a device reports them for all its QPs.
+struct QpCounters {
+  std::uint32_t qp_num = 0;
+  std::vector<CounterSample> counters;
+};
+
 // Asynchronous events, named as in enum ibv_event_type.
 enum class AsyncEventType : std::uint8_t {
   kCqErr,              // a CQ overran
@@ -230,6 +236,9 @@ class Device {
   // Control path; safe to call from any thread. Providers without counters
   // return an empty list.
   virtual Result<std::vector<CounterSample>> read_counters() const { return std::vector<CounterSample>{}; }
+  // The counters of every live QP of this device (what QueuePair::read_counters
+  // returns for each), for tools that see only the device.
+  virtual Result<std::vector<QpCounters>> read_qp_counters() const { return std::vector<QpCounters>{}; }
   // Takes the oldest pending asynchronous event (port down, QP fatal...), if
   // any. Never blocks. Providers without asynchronous events return nullopt.
   virtual std::optional<AsyncEvent> poll_async_event() { return std::nullopt; }

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
+#include <rte_interrupts.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -26,6 +28,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -130,6 +133,144 @@ int iface_mtu(const std::string& ifname) {
   return mtu;
 }
 
+// ---- the memif gate ---------------------------------------------------------
+//
+// DPDK 22.11's memif runs its control channel in the EAL interrupt thread.
+// When the peer process dies, that thread reads EOF from the control socket
+// and calls memif_disconnect(), which clears the "connected" flag, then
+// munmap()s the shared regions and frees their descriptors while our thread
+// may be inside rte_eth_rx_burst / rte_eth_tx_burst on those very rings: the
+// burst passed the flag check earlier and now touches unmapped memory
+// (segfault). Nothing in the PMD orders the two threads, so we do: the
+// interrupt thread runs DPDK's handlers only while no memif burst is running.
+//
+// How: an always-readable eventfd registered as an EAL interrupt source makes
+// the interrupt thread call park() on every pass of its event loop. park()
+// opens the gate (bursts allowed), sleeps kParkInterval, closes the gate and
+// waits until every burst in progress has left, then returns, and only then
+// does the interrupt thread go on to the other handlers (memif's among them)
+// before it comes back to park(). So every interrupt handler runs with the
+// gate closed and no burst inside. A burst that finds the gate closed does
+// not wait: poll() delivers nothing and transmit() takes nothing that round.
+// The gate is a Dekker pair of sequentially consistent atomics (the burst
+// side: increment `inside_`, then read `closed_`; the park side: set
+// `closed_`, then read `inside_`), about two atomic operations per poll or
+// transmit call. Interrupt handlers (memif connect / disconnect messages)
+// are delayed by up to kParkInterval. With no memif port open the eventfd is
+// drained and the interrupt thread sleeps in epoll as usual.
+class MemifGate {
+ public:
+  static MemifGate& instance() {
+    static auto* g = new MemifGate;  // lives as long as the EAL (never torn down)
+    return *g;
+  }
+
+  // A memif port is about to start: installs the parker once, counts the port.
+  Status add_user() {
+    std::lock_guard lock(mutex_);
+    if (ih_ == nullptr) {
+      efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (efd_ < 0) return io_error(std::string("memif gate: eventfd: ") + std::strerror(errno), errno);
+      ih_ = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+      if (ih_ == nullptr || rte_intr_type_set(ih_, RTE_INTR_HANDLE_EXT) != 0 || rte_intr_fd_set(ih_, efd_) != 0) {
+        return internal_error("memif gate: cannot set up an interrupt handle");
+      }
+      const int rc = rte_intr_callback_register(ih_, &MemifGate::park_cb, this);
+      if (rc != 0) return io_error("memif gate: rte_intr_callback_register failed: " + rte_err(rc), 0);
+    }
+    if (users_.fetch_add(1) == 0) arm();
+    return Status();
+  }
+  void remove_user() noexcept {
+    std::lock_guard lock(mutex_);
+    if (users_.fetch_sub(1) == 1) kick();
+  }
+
+  // Data path: true when a burst may run now; then leave() must follow.
+  bool enter() noexcept {
+    inside_.fetch_add(1, std::memory_order_seq_cst);
+    if (closed_.load(std::memory_order_seq_cst) == 0) return true;
+    inside_.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  void leave() noexcept { inside_.fetch_sub(1, std::memory_order_release); }
+  // Control path: waits (bounded) until bursts may run; false on timeout.
+  bool enter_wait(std::chrono::milliseconds budget) noexcept {
+    const auto deadline = Clock::now() + budget;
+    while (!enter()) {
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(50us);
+    }
+    return true;
+  }
+  std::uint64_t parks() const noexcept { return parks_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr auto kParkInterval = 1ms;
+
+  void arm() noexcept {
+    const std::uint64_t one = 1;
+    if (::write(efd_, &one, sizeof one) < 0) RMA_LOG_WARN("softroce: memif gate: eventfd write failed");
+  }
+  void kick() noexcept {
+    {
+      std::lock_guard lock(park_mutex_);
+      kicked_ = true;
+    }
+    park_cv_.notify_all();
+  }
+
+  // Runs in the EAL interrupt thread (see above).
+  static void park_cb(void* arg) { static_cast<MemifGate*>(arg)->park(); }
+  void park() noexcept {
+    if (users_.load() == 0) {
+      std::uint64_t v;
+      (void)::read(efd_, &v, sizeof v);     // no memif port: let epoll sleep
+      if (users_.load() != 0) arm();        // a port arrived meanwhile: stay armed
+      return;
+    }
+    parks_.fetch_add(1, std::memory_order_relaxed);
+    closed_.store(0, std::memory_order_seq_cst);
+    {
+      std::unique_lock lock(park_mutex_);
+      park_cv_.wait_for(lock, kParkInterval, [this] { return kicked_; });
+      kicked_ = false;
+    }
+    closed_.store(1, std::memory_order_seq_cst);
+    for (unsigned spins = 0; inside_.load(std::memory_order_seq_cst) != 0; ++spins) {
+      if (spins < 1000) rte_pause();
+      else std::this_thread::sleep_for(20us);
+    }
+  }
+
+  std::mutex mutex_;
+  int efd_ = -1;
+  rte_intr_handle* ih_ = nullptr;
+  std::atomic<int> users_{0};
+  std::atomic<int> closed_{1};   // 1: the interrupt thread may run handlers; no burst may start
+  std::atomic<int> inside_{0};   // bursts in progress
+  std::atomic<std::uint64_t> parks_{0};
+  std::mutex park_mutex_;
+  std::condition_variable park_cv_;
+  bool kicked_ = false;
+};
+
+// Holds the gate for one poll / transmit / shutdown step of a memif port.
+class GateHold {
+ public:
+  explicit GateHold(bool memif) noexcept : memif_(memif), held_(!memif || MemifGate::instance().enter()) {}
+  ~GateHold() {
+    if (memif_ && held_) MemifGate::instance().leave();
+  }
+  GateHold(const GateHold&) = delete;
+  GateHold& operator=(const GateHold&) = delete;
+  bool held() const noexcept { return held_; }
+
+ private:
+  bool memif_;
+  bool held_;
+};
+
 // ---- the port ---------------------------------------------------------------
 
 class DpdkPort final : public PortLink {
@@ -184,6 +325,8 @@ class DpdkPort final : public PortLink {
   bool have_port_ = false;
   bool started_ = false;
   bool closed_ = false;
+  bool gated_ = false;         // memif: counted as a MemifGate user
+  std::uint32_t link_checks_ = 0;
 
   // memif shutdown handshake
   bool closing_ = false;
@@ -357,6 +500,10 @@ Status DpdkPort::configure() {
 
   // A memif client cannot start while no server listens on the socket:
   // retry until the link wait runs out, so either side may start first.
+  if (spec_.kind == PortKind::kMemif) {
+    RMA_RETURN_IF_ERROR(MemifGate::instance().add_user().with_context(n));
+    gated_ = true;
+  }
   const auto deadline = Clock::now() + std::chrono::milliseconds(spec_.link_wait_ms);
   const bool retry = spec_.kind == PortKind::kMemif && !spec_.memif_server;
   while ((rc = rte_eth_dev_start(port_id_)) != 0 && retry && Clock::now() < deadline) {
@@ -392,7 +539,9 @@ Status DpdkPort::configure() {
 // peer arrived), link down without FIN (memif peer died) and a closed ring end.
 inline bool DpdkPort::usable() noexcept {
   if (state_ == PortState::kUp) {
-    if (spec_.kind == PortKind::kMemif) {
+    // Asking the PMD costs about as much as an empty rx burst: every 32nd
+    // call is soon enough to notice a dead peer (its bursts do nothing).
+    if (spec_.kind == PortKind::kMemif && (++link_checks_ & 31u) == 0) {
       rte_eth_link l{};
       if (rte_eth_link_get_nowait(port_id_, &l) == 0 && l.link_status == RTE_ETH_LINK_DOWN) {
         state_ = PortState::kDown;
@@ -414,6 +563,8 @@ inline bool DpdkPort::usable() noexcept {
 }
 
 std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
+  const GateHold gate(gated_);
+  if (!gate.held()) return 0;  // memif handlers running: offer again later
   if (!usable()) {
     if (state_ == PortState::kWaiting) return 0;  // not yet: offer again later
     c_.tx_link_down += frames.size();
@@ -516,6 +667,8 @@ void DpdkPort::handle_control(std::uint8_t type) noexcept {
 }
 
 std::size_t DpdkPort::poll(FrameSink& sink, std::size_t max) noexcept {
+  const GateHold gate(gated_);
+  if (!gate.held()) return 0;
   std::size_t delivered = 0;
   while (delivered < max) {
     if (!usable()) return delivered;
@@ -566,11 +719,19 @@ Status DpdkPort::close() {
     if (state_ == PortState::kUp) {
       // Active close: FIN, then poll (discarding data) until FIN-ACK.
       closing_ = true;
-      sent_fin_ = send_control(kFin, 100ms);
+      if (MemifGate::instance().enter_wait(kFinAckWait)) {
+        sent_fin_ = send_control(kFin, 100ms);
+        MemifGate::instance().leave();
+      }
       const auto deadline = Clock::now() + kFinAckWait;
       while (sent_fin_ && !got_fin_ack_ && !passive_ && Clock::now() < deadline) {
         rte_eth_link l{};
         if (rte_eth_link_get_nowait(port_id_, &l) == 0 && l.link_status == RTE_ETH_LINK_DOWN) break;
+        const GateHold gate(gated_);
+        if (!gate.held()) {
+          std::this_thread::sleep_for(50us);
+          continue;
+        }
         const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, mbufs_.data(), kBurst);
         for (std::uint16_t i = 0; i < n; ++i) {
           if (std::uint8_t t = control_type(mbufs_[i]); t != 0) handle_control(t);
@@ -599,6 +760,10 @@ Status DpdkPort::close() {
 
 void DpdkPort::teardown() noexcept {
   std::lock_guard lock(g_ctl_mutex);
+  // memif: stop and close with the interrupt thread parked, so its handlers
+  // cannot disconnect (unmap) concurrently with ours (see MemifGate).
+  const bool held = gated_ && MemifGate::instance().enter_wait(2000ms);
+  if (gated_ && !held) RMA_LOG_WARN("softroce: %s: memif gate not acquired for teardown", info_.name.c_str());
   if (have_port_) {
     if (started_) {
       int rc = rte_eth_dev_stop(port_id_);
@@ -617,6 +782,11 @@ void DpdkPort::teardown() noexcept {
   if (probed_dev_ != nullptr) {
     (void)rte_dev_remove(probed_dev_);
     probed_dev_ = nullptr;
+  }
+  if (held) MemifGate::instance().leave();
+  if (gated_) {
+    MemifGate::instance().remove_user();
+    gated_ = false;
   }
   if (ring_) {
     std::lock_guard rl(g_ring_mutex);

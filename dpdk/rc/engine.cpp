@@ -1,6 +1,7 @@
 #include "rc/engine.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <random>
 #include <string>
@@ -97,15 +98,31 @@ std::uint8_t* Engine::tx_payload() noexcept {
 }
 
 void Engine::tx_commit(Headers& h, std::size_t payload_len) noexcept {
+  tx_commit_ref(h, nullptr, payload_len);
+}
+
+void Engine::tx_commit_ref(Headers& h, const std::uint8_t* payload, std::size_t payload_len) noexcept {
   TxSlot& s = tx_[(tx_head_ + tx_count_) % options_.tx_ring];
   const std::size_t hl = header_length(h.opcode);
-  if (hl == 0 || hl > sizeof s.head) return;
-  const std::size_t tl = build_packet(h, {s.head, hl}, {s.payload, payload_len}, {s.tail, sizeof s.tail});
+  if (hl == 0 || hl > sizeof s.head || payload_len > options_.path_mtu) return;
+  const std::uint8_t* data = payload != nullptr ? payload : s.payload;
+  const std::size_t tl = build_packet(h, {s.head, hl}, {data, payload_len}, {s.tail, sizeof s.tail});
   if (tl == 0) return;  // cannot happen with the sizes above
   s.head_len = static_cast<std::uint16_t>(hl);
   s.tail_len = static_cast<std::uint8_t>(tl);
   s.payload_len = static_cast<std::uint32_t>(payload_len);
+  s.ref = payload;
   ++tx_count_;
+}
+
+void Engine::own_pending_payloads() noexcept {
+  for (std::uint32_t i = 0; i < tx_count_; ++i) {
+    TxSlot& s = tx_[(tx_head_ + i) % options_.tx_ring];
+    if (s.ref == nullptr) continue;
+    std::memcpy(s.payload, s.ref, s.payload_len);
+    s.ref = nullptr;
+    ++dev_.tx_payload_owned;
+  }
 }
 
 bool Engine::flush() noexcept {
@@ -113,7 +130,7 @@ bool Engine::flush() noexcept {
     const std::uint32_t n = std::min(tx_count_, kBurst);
     for (std::uint32_t i = 0; i < n; ++i) {
       const TxSlot& s = tx_[(tx_head_ + i) % options_.tx_ring];
-      burst_[i] = TxFrame{{s.head, s.head_len}, {s.payload, s.payload_len}, {s.tail, s.tail_len}};
+      burst_[i] = TxFrame{{s.head, s.head_len}, {s.ref != nullptr ? s.ref : s.payload, s.payload_len}, {s.tail, s.tail_len}};
     }
     const std::size_t taken = link_->transmit({burst_.get(), n});
     for (std::size_t i = 0; i < taken; ++i) {
@@ -121,6 +138,7 @@ bool Engine::flush() noexcept {
       dev_.tx_bytes += burst_[i].size();
       if (pcap_) pcap_->write(burst_[i]);
     }
+    for (std::size_t i = 0; i < taken; ++i) tx_[(tx_head_ + i) % options_.tx_ring].ref = nullptr;
     tx_head_ = static_cast<std::uint32_t>((tx_head_ + taken) % options_.tx_ring);
     tx_count_ -= static_cast<std::uint32_t>(taken);
     if (taken < n) {
@@ -176,6 +194,7 @@ void Engine::progress() noexcept {
     const bool drained = flush();
     if (!starved || !drained) break;
   }
+  own_pending_payloads();
 }
 
 DeviceCounters Engine::counters() const noexcept {

@@ -11,6 +11,15 @@
 // creation; QPs build packets straight into it, progress() hands the built
 // frames to the link in bursts, and keeps the ones the link refused for the
 // next call. Nothing on the data path allocates.
+//
+// Payload by reference: a QP whose payload already lies contiguous in
+// registered memory (a WRITE/SEND from one SGE, a READ response) commits the
+// frame with tx_commit_ref() instead of copying it into the slot; the link
+// then copies straight from that memory (one copy fewer per frame). Such a
+// reference is valid only while the device lock is held (a region cannot be
+// deregistered and a work request cannot complete to the user meanwhile), so
+// progress() copies the payload of every frame still in the ring into its
+// slot before it returns.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +76,8 @@ class Engine final : private FrameSink {
   // free slot (nullptr when the ring is full), then commit with the headers.
   std::uint8_t* tx_payload() noexcept;
   void tx_commit(Headers& h, std::size_t payload_len) noexcept;
+  // Same, with the payload read from `payload` (see "Payload by reference").
+  void tx_commit_ref(Headers& h, const std::uint8_t* payload, std::size_t payload_len) noexcept;
   std::uint16_t next_ip_id() noexcept {
     ip_id_ = static_cast<std::uint16_t>(ip_id_ + 1);
     if (ip_id_ == 0) ip_id_ = 1;
@@ -86,12 +97,15 @@ class Engine final : private FrameSink {
     std::uint8_t tail_len = 0;
     std::uint32_t payload_len = 0;
     std::uint8_t* payload = nullptr;  // path-MTU bytes in payload_store_
+    const std::uint8_t* ref = nullptr;  // payload in registered memory instead (this progress() only)
   };
 
   Engine(std::unique_ptr<Link> link, const EngineOptions& options);
   void on_frame(std::span<const std::uint8_t> frame) noexcept override;
   // Hands built frames to the link; false when it refused some.
   bool flush() noexcept;
+  // Copies referenced payloads of frames still in the ring into their slots.
+  void own_pending_payloads() noexcept;
 
   std::mutex mutex_;
   std::unique_ptr<Link> link_;

@@ -238,9 +238,10 @@ void RcQp::fill_headers(Headers& h, std::uint8_t opcode, std::uint32_t psn) cons
   h.psn = psn & kPsnMask;
 }
 
-bool RcQp::emit(Headers& h, const std::uint8_t* /*payload already in the slot*/, std::size_t len) noexcept {
+bool RcQp::emit(Headers& h, const std::uint8_t* /*payload already in the slot*/, std::size_t len,
+                const std::uint8_t* ref) noexcept {
   h.ip_id = engine_.next_ip_id();
-  engine_.tx_commit(h, len);
+  engine_.tx_commit_ref(h, ref, len);
   ++ctr_.tx_frames;
   ctr_.tx_bytes += header_length(h.opcode) + len;
   return true;
@@ -296,6 +297,7 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
   std::size_t len = 0;
   std::uint32_t used = 1;  // PSNs this packet consumes
   bool last = true;
+  const std::uint8_t* ref = nullptr;  // payload straight from the registered source
   switch (w.opcode) {
     case VerbOp::kRdmaRead: {
       const std::uint64_t off = std::uint64_t{psn_diff(psn, w.first_psn)} * mtu_;
@@ -347,7 +349,7 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       if (len > 0) {
         if (w.num_sge == 0) {
           std::memcpy(buf, inline_data(seq) + off, len);
-        } else {
+        } else if ((ref = sgl_contiguous(send_sgl(seq), off, len)) == nullptr) {
           copy_from_sgl(send_sgl(seq), off, buf, len);
         }
       }
@@ -356,7 +358,7 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
   }
   h.ack_req = last || ++pkts_since_ackreq_ >= engine_.options().ack_req_every;
   if (h.ack_req) pkts_since_ackreq_ = 0;
-  emit(h, buf, len);
+  emit(h, buf, len, ref);
   if (psn_compare(psn, sent_psn_) < 0) {
     ++ctr_.retransmitted_packets;
   }

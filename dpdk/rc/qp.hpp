@@ -162,7 +162,9 @@ class RcQp {
 
   void enter_error() noexcept;
   void fill_headers(Headers& h, std::uint8_t opcode, std::uint32_t psn) const noexcept;
-  bool emit(Headers& h, const std::uint8_t* payload, std::size_t len) noexcept;
+  // Commits a built packet whose payload is in the slot (tx_buffer) or, when
+  // `ref` is set, in registered memory (Engine::tx_commit_ref).
+  bool emit(Headers& h, const std::uint8_t* payload, std::size_t len, const std::uint8_t* ref = nullptr) noexcept;
   std::uint8_t* tx_buffer() noexcept;
 
   Engine& engine_;

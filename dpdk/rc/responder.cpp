@@ -326,8 +326,9 @@ bool RcQp::send_read_response(Resource& r) noexcept {
     fill_headers(h, static_cast<std::uint8_t>(op), r.cur_psn);
     h.aeth_syndrome = make_syndrome(AckType::kAck, kAckUnlimitedCredits);
     h.aeth_msn = r.msn;
-    if (len > 0) std::memcpy(buf, reinterpret_cast<const void*>(r.va + off), len);
-    emit(h, buf, len);
+    // The region was checked just above, under the device lock: the frame
+    // references it until progress() ends (Engine::tx_commit_ref).
+    emit(h, buf, len, len > 0 ? reinterpret_cast<const std::uint8_t*>(r.va + off) : nullptr);
     if (r.cur_psn == r.last_psn) {
       r.pending = false;
     } else {

@@ -179,6 +179,17 @@ void copy_to_sgl(std::span<const Sge> sgl, std::uint64_t offset, const std::uint
   });
 }
 
+const std::uint8_t* sgl_contiguous(std::span<const Sge> sgl, std::uint64_t offset, std::uint64_t len) noexcept {
+  for (const Sge& sge : sgl) {
+    if (offset < sge.length) {
+      if (len > sge.length - offset) return nullptr;
+      return reinterpret_cast<const std::uint8_t*>(sge.addr) + offset;
+    }
+    offset -= sge.length;
+  }
+  return nullptr;
+}
+
 void copy_from_sgl(std::span<const Sge> sgl, std::uint64_t offset, std::uint8_t* dst,
                    std::uint64_t len) noexcept {
   walk_sgl(sgl, offset, len, [&](std::uint8_t* p, std::uint64_t at, std::uint64_t n) {

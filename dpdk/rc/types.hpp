@@ -50,6 +50,7 @@ struct DeviceCounters {
   std::uint64_t tx_frames = 0, tx_bytes = 0;   // every frame handed to the link
   std::uint64_t tx_link_full = 0;              // transmit refused a frame (retried later)
   std::uint64_t tx_ring_full = 0;              // a QP waited for a transmit slot
+  std::uint64_t tx_payload_owned = 0;          // referenced payloads copied into the ring (link was full)
   std::uint64_t parse_errors[static_cast<int>(ParseError::kCount)] = {};  // by ParseError
   std::uint64_t icrc_errors = 0;               // = parse_errors[kBadIcrc]
   std::uint64_t unknown_qpn = 0;               // no such QP here
@@ -163,6 +164,10 @@ std::uint32_t check_local_sgl(const KeyTable& keys, const void* pd, std::span<co
 // Responder: `rkey` names a region of `pd` granting `right` over [addr, addr+len).
 std::uint32_t check_remote(const KeyTable& keys, const void* pd, std::uint32_t rkey,
                            std::uint64_t addr, std::uint64_t len, Access right) noexcept;
+
+// The `len` bytes at `offset` into an SGE list when they lie within one SGE
+// (the payload can be sent from there without copying), else nullptr.
+const std::uint8_t* sgl_contiguous(std::span<const Sge> sgl, std::uint64_t offset, std::uint64_t len) noexcept;
 
 // Scatter/gather copies between an SGE list (from `offset` bytes into it)
 // and contiguous memory. The caller checked the list holds offset+len bytes.

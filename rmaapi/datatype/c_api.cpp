@@ -56,10 +56,11 @@ Status check_array(const void* p, int count, const char* name) {
 }
 
 // Stores a new derived type in *newtype.
-int publish(Result<TypeLayout> layout, rma_Datatype* newtype) {
+int publish(Result<TypeLayout> layout, rma_Datatype* newtype, const rma_datatype_s* element) {
   if (!layout.ok()) return fail(layout.status());
   auto* t = new rma_datatype_s;
   t->layout = std::move(layout).value();
+  t->element = element;
   *newtype = t;
   return succeed();
 }
@@ -96,6 +97,13 @@ Result<const TypeLayout*> committed_layout(rma_Datatype type, const char* what) 
 }
 
 const std::string& last_error_message() noexcept { return t_last_error; }
+void set_last_error_message(std::string message) noexcept {
+  try {
+    t_last_error = std::move(message);
+  } catch (...) {
+    t_last_error.clear();
+  }
+}
 
 }  // namespace rma::api
 
@@ -108,7 +116,7 @@ int rma_type_contiguous(int count, rma_Datatype oldtype, rma_Datatype* newtype) 
     auto old = prelude(oldtype, newtype);
     if (!old.ok()) return fail(old.status());
     if (auto s = check_count(count); !s.ok()) return fail(s);
-    return publish(make_contiguous(count, **old), newtype);
+    return publish(make_contiguous(count, **old), newtype, element_of(oldtype));
   });
 }
 
@@ -118,7 +126,7 @@ int rma_type_vector(int count, int blocklength, int stride, rma_Datatype oldtype
     auto old = prelude(oldtype, newtype);
     if (!old.ok()) return fail(old.status());
     if (auto s = check_count(count); !s.ok()) return fail(s);
-    return publish(make_vector(count, blocklength, stride, **old), newtype);
+    return publish(make_vector(count, blocklength, stride, **old), newtype, element_of(oldtype));
   });
 }
 
@@ -128,7 +136,7 @@ int rma_type_create_hvector(int count, int blocklength, rma_Aint stride, rma_Dat
     auto old = prelude(oldtype, newtype);
     if (!old.ok()) return fail(old.status());
     if (auto s = check_count(count); !s.ok()) return fail(s);
-    return publish(make_hvector(count, blocklength, stride, **old), newtype);
+    return publish(make_hvector(count, blocklength, stride, **old), newtype, element_of(oldtype));
   });
 }
 
@@ -143,7 +151,7 @@ int rma_type_indexed(int count, const int array_of_blocklengths[],
     if (auto s = check_array(array_of_displacements, count, "array_of_displacements"); !s.ok()) return fail(s);
     auto b = widen(array_of_blocklengths, count);
     auto d = widen(array_of_displacements, count);
-    return publish(make_indexed(b, d, **old), newtype);
+    return publish(make_indexed(b, d, **old), newtype, element_of(oldtype));
   });
 }
 
@@ -158,7 +166,7 @@ int rma_type_create_hindexed(int count, const int array_of_blocklengths[],
     if (auto s = check_array(array_of_displacements, count, "array_of_displacements"); !s.ok()) return fail(s);
     auto b = widen(array_of_blocklengths, count);
     auto d = widen(array_of_displacements, count);
-    return publish(make_hindexed(b, d, **old), newtype);
+    return publish(make_hindexed(b, d, **old), newtype, element_of(oldtype));
   });
 }
 
@@ -171,7 +179,7 @@ int rma_type_create_indexed_block(int count, int blocklength, const int array_of
     if (auto s = check_array(array_of_displacements, count, "array_of_displacements"); !s.ok()) return fail(s);
     std::vector<std::int64_t> b(static_cast<std::size_t>(count), blocklength);
     auto d = widen(array_of_displacements, count);
-    return publish(make_indexed(b, d, **old), newtype);
+    return publish(make_indexed(b, d, **old), newtype, element_of(oldtype));
   });
 }
 
@@ -185,7 +193,7 @@ int rma_type_create_hindexed_block(int count, int blocklength,
     if (auto s = check_array(array_of_displacements, count, "array_of_displacements"); !s.ok()) return fail(s);
     std::vector<std::int64_t> b(static_cast<std::size_t>(count), blocklength);
     auto d = widen(array_of_displacements, count);
-    return publish(make_hindexed(b, d, **old), newtype);
+    return publish(make_hindexed(b, d, **old), newtype, element_of(oldtype));
   });
 }
 
@@ -206,7 +214,11 @@ int rma_type_create_struct(int count, const int array_of_blocklengths[],
     }
     auto b = widen(array_of_blocklengths, count);
     auto d = widen(array_of_displacements, count);
-    return publish(make_struct(b, d, types), newtype);
+    const rma_datatype_s* element = count > 0 ? element_of(array_of_types[0]) : nullptr;
+    for (int k = 1; k < count; ++k) {
+      if (element_of(array_of_types[k]) != element) element = nullptr;
+    }
+    return publish(make_struct(b, d, types), newtype, element);
   });
 }
 
@@ -230,7 +242,7 @@ int rma_type_create_subarray(int ndims, const int array_of_sizes[], const int ar
     return publish(make_subarray(sz, sub, st,
                                  order == RMA_ORDER_C ? ArrayOrder::kC : ArrayOrder::kFortran,
                                  **old),
-                   newtype);
+                   newtype, element_of(oldtype));
   });
 }
 
@@ -239,7 +251,7 @@ int rma_type_create_resized(rma_Datatype oldtype, rma_Aint lb, rma_Aint extent,
   return guarded([&] {
     auto old = prelude(oldtype, newtype);
     if (!old.ok()) return fail(old.status());
-    return publish(make_resized(**old, lb, extent), newtype);
+    return publish(make_resized(**old, lb, extent), newtype, element_of(oldtype));
   });
 }
 
@@ -249,6 +261,7 @@ int rma_type_dup(rma_Datatype oldtype, rma_Datatype* newtype) {
     if (!old.ok()) return fail(old.status());
     auto* t = new rma_datatype_s;
     t->layout = **old;
+    t->element = element_of(oldtype);
     t->committed = oldtype->committed;  // MPI: the duplicate has the same committed state
     *newtype = t;
     return succeed();

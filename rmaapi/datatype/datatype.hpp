@@ -15,9 +15,18 @@ struct rma_datatype_s {
   bool committed = false;
   const char* name = nullptr;  // predefined types: "RMA_INT"
   rma::api::TypeLayout layout;
+  // Derived types: the one predefined type all their data is made of, or
+  // nullptr when they mix several (accumulate needs one; MPI 4.x 12.3.4).
+  const rma_datatype_s* element = nullptr;
 };
 
 namespace rma::api {
+
+// The predefined type a type's data is made of (itself when predefined), or
+// nullptr when it mixes predefined types.
+inline const rma_datatype_s* element_of(const rma_datatype_s* t) noexcept {
+  return t == nullptr ? nullptr : (t->predefined ? t : t->element);
+}
 
 // The layout of a valid handle (committed or not), or RMA_ERR_TYPE.
 Result<const TypeLayout*> layout_of(rma_Datatype type, const char* what);
@@ -31,4 +40,6 @@ namespace rma::api {
 // The message of the last error a C datatype call returned on this thread
 // ("" after a successful call): the C API has only codes, this says why.
 const std::string& last_error_message() noexcept;
+// The window layer records its errors here too, so one message serves both.
+void set_last_error_message(std::string message) noexcept;
 }  // namespace rma::api

@@ -189,7 +189,10 @@ TEST(DatatypeErrors, StatusMapping) {
   EXPECT_EQ(error_code(arg_error("x")), RMA_ERR_ARG);
   EXPECT_EQ(error_code(buffer_error("x")), RMA_ERR_BUFFER);
   EXPECT_EQ(error_code(internal_error("x")), RMA_ERR_INTERN);
-  EXPECT_EQ(error_code(Status(StatusCode::kResourceExhausted, "oom")), RMA_ERR_OTHER);
+  EXPECT_EQ(error_code(Status(StatusCode::kResourceExhausted, "oom")), RMA_ERR_NO_MEM);
+  EXPECT_EQ(error_code(Status(StatusCode::kTimeout, "slow")), RMA_ERR_OTHER);
+  EXPECT_EQ(error_code(class_error(RMA_ERR_RMA_RANGE, "x")), RMA_ERR_RMA_RANGE);
+  EXPECT_EQ(error_code(class_error(RMA_ERR_RMA_SYNC, "x")), RMA_ERR_RMA_SYNC);
 }
 
 TEST(DatatypeErrors, HeaderWorksFromC99) { EXPECT_EQ(rma_c99_datatype_check(), RMA_SUCCESS); }

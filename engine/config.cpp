@@ -29,6 +29,10 @@ void declare_engine_variables(Table& t) {
        "registration cache: registrations cached before unused ones are evicted, least recent first"},
       {"RMA_RCACHE_MONITOR", "auto",
        "how the cache learns memory went away: auto, userfaultfd, hooks or none"},
+      {"RMA_BOOTSTRAP", "auto",
+       "how ranks find each other: auto (rmarun's environment, else a singleton), rmarun or singleton"},
+      {"RMA_BOOTSTRAP_TIMEOUT", "60",
+       "seconds a bootstrap call (fence, barrier, allgather, get) waits for the other ranks"},
       {"RMA_STATS", "",
        "counters of every opened device: 'exit' prints them to stderr when the device closes or "
        "the process exits, 'shm' publishes them for `rma_info --counters`; both: 'exit,shm'"},

@@ -30,7 +30,8 @@ void declare_engine_variables(Table& t) {
       {"RMA_RCACHE_MONITOR", "auto",
        "how the cache learns memory went away: auto, userfaultfd, hooks or none"},
       {"RMA_BOOTSTRAP", "auto",
-       "how ranks find each other: auto (rmarun's environment, else a singleton), rmarun or singleton"},
+       "how ranks find each other: auto (rmarun's or a PMIx launcher's environment, else a singleton), "
+       "rmarun, pmix or singleton"},
       {"RMA_BOOTSTRAP_TIMEOUT", "60",
        "seconds a bootstrap call (fence, barrier, allgather, get) waits for the other ranks"},
       {"RMA_STATS", "",

@@ -1,5 +1,6 @@
 // One rank of a bootstrap test job, started by rmarun. argv[1] picks what it
-// does; rank 1 misbehaves in the failure modes.
+// does, argv[2] the bootstrap it expects (rmarun, pmix); rank 1 misbehaves in
+// the failure modes.
 //   ok     put/fence/get of every rank, barrier, allgather; all checked
 //   exit3  rank 1 exits with status 3 after the first barrier
 //   kill   rank 1 kills itself with SIGKILL after the first barrier
@@ -25,12 +26,13 @@ std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "ok";
+  const std::string want_kind = argc > 2 ? argv[2] : "rmarun";
   auto b = rma::open_bootstrap();
   if (!b.ok()) return fail("open_bootstrap", b.status());
   rma::Bootstrap& boot = **b;
   const int me = boot.rank(), n = boot.size();
-  if (boot.kind() != "rmarun") {
-    std::fprintf(stderr, "rank: expected the rmarun bootstrap, got %.*s\n", static_cast<int>(boot.kind().size()),
+  if (boot.kind() != want_kind) {
+    std::fprintf(stderr, "rank: expected the %s bootstrap, got %.*s\n", want_kind.c_str(), static_cast<int>(boot.kind().size()),
                  boot.kind().data());
     return 11;
   }

@@ -5,10 +5,10 @@
 // barrier and an allgather.
 //
 // Implementations (engine/bootstrap/): the local launcher `rmarun` (a socket
-// it serves), a singleton (one process, no launcher), and an in-process group
-// whose ranks are threads (for unit tests on the self provider); PMIx
-// (mpirun, srun --mpi=pmix) is not built yet. open_bootstrap() picks one from
-// the environment. Control path only: every call may block on other ranks, and
+// it serves), PMIx (mpirun, srun --mpi=pmix, prterun), a singleton (one
+// process, no launcher), and an in-process group whose ranks are threads (for
+// unit tests on the self provider). open_bootstrap() picks one from the
+// environment. Control path only: every call may block on other ranks, and
 // every blocking call gives up after RMA_BOOTSTRAP_TIMEOUT with kTimeout
 // naming the ranks that did not arrive, never hanging.
 #pragma once
@@ -53,10 +53,9 @@ class Bootstrap {
 };
 
 // The bootstrap this process was started under: rmarun's (RMA_RANK,
-// RMA_SIZE, RMA_BOOTSTRAP_ADDR set), else a singleton of size 1; a process
-// started by a PMIx launcher gets an error saying PMIx is not supported yet.
-// RMA_BOOTSTRAP=rmarun|singleton forces one and fails clearly when its
-// environment is missing.
+// RMA_SIZE, RMA_BOOTSTRAP_ADDR set), PMIx's (PMIX_RANK / PMIX_NAMESPACE set),
+// else a singleton of size 1. RMA_BOOTSTRAP=rmarun|pmix|singleton forces one
+// and fails clearly when its environment is missing.
 Result<std::unique_ptr<Bootstrap>> open_bootstrap();
 
 // `size` connected bootstraps for ranks 0..size-1 of one in-process job; each

@@ -18,10 +18,6 @@ RMA_DEBIAN_PACKAGES=(
   libmpich-dev mpich                # MPI_Pack oracle for the datatype differential test
   iproute2                          # network namespaces and veth pairs for port tests
   libpmix-dev openmpi-bin           # PMIx bootstrap; Open MPI's mpirun launches the PMIx test
-  qemu-system-x86 busybox-static cpio kmod  # soft-RoCE guest: QEMU (TCG), its initramfs
-  rdma-core ibverbs-utils perftest rdmacm-utils  # in the guest: rxe, ibv_devinfo, ib_*_bw, rping
-  tcpdump netcat-openbsd            # soft-RoCE interop: host-side capture, guest-side TCP exchange
-  ucx-utils                         # ucx_perftest, the peer in the benchmark report
 )
 
 # Runs apt-get as root, through sudo when we are not root.

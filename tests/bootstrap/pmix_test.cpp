@@ -1,32 +1,21 @@
 // The PMIx bootstrap, launched by Debian's Open MPI mpirun: the same rank
 // program as the rmarun tests, now expecting PMIx.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
 
+#include "run_job.hpp"
+
 namespace {
 
-struct JobResult {
-  int exit_code = -1;
-  std::string output;
-};
+using rma::testing::JobResult;
 
-JobResult mpirun(const std::string& args, const std::string& env = "") {
-  JobResult r;
+JobResult mpirun(const std::string& args) {
   // Root needs --allow-run-as-root; 2 cores need --oversubscribe. Leak
   // checking is off in the ranks: PMIx and Open MPI keep memory until exit.
-  const std::string cmd = env + " ASAN_OPTIONS=detect_leaks=0 timeout 90 " MPIRUN_PATH
-                          " --allow-run-as-root --oversubscribe --mca btl self " + args + " 2>&1";
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (f == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-  const int st = ::pclose(f);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return rma::testing::run_job("ASAN_OPTIONS=detect_leaks=0 timeout 90 " MPIRUN_PATH
+                               " --allow-run-as-root --oversubscribe --mca btl self " + args);
 }
 
 class Pmix : public ::testing::Test {

@@ -1,33 +1,17 @@
 // rmarun with real processes: jobs of 2..8 ranks exchanging through the
 // bootstrap, and every way a rank can fail.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <chrono>
-#include <cstdio>
 #include <string>
+
+#include "run_job.hpp"
 
 namespace {
 
-struct JobResult {
-  int exit_code = -1;
-  std::string output;
-  double seconds = 0;
-};
+using rma::testing::JobResult;
 
 JobResult rmarun(const std::string& args, const std::string& env = "") {
-  JobResult r;
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string cmd = env + " timeout 60 " RMARUN_PATH " " + args + " 2>&1";
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (f == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-  const int st = ::pclose(f);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
+  return rma::testing::run_job(env + " timeout 60 " RMARUN_PATH " " + args);
 }
 
 const std::string kRank = RANK_PROGRAM;

@@ -1,0 +1,347 @@
+#include "endpoint/endpoint_manager.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace rma::endpoint {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr std::string_view kAddressKey = "rma.endpoints";
+// Per-peer record in the published blob: 4-byte length + the address bytes.
+constexpr std::size_t kRecord = 4 + EndpointAddress::kMaxSize;
+}  // namespace
+
+std::string describe_error(WcStatus status, std::uint32_t vendor_err) {
+  std::string s(wc_status_name(status));
+  s += " (";
+  s += wc_status_description(status);
+  if (vendor_err != 0) s += ", vendor error " + std::to_string(vendor_err);
+  s += ")";
+  return s;
+}
+
+// ------------------------------------------------------------------ Endpoint
+
+StatusCode Endpoint::reserve(bool read_or_atomic) noexcept {
+  EndpointManager& m = *mgr_;
+  Clock::time_point start{};
+  std::uint32_t spins = 0;
+  for (;;) {
+    if (broken_) return StatusCode::kFailedPrecondition;
+    const bool sq_ok = next_seq_ - retired_ < depth_;
+    const bool cq_ok = m.cq_outstanding_ < m.cq_depth_;
+    const bool rd_ok = !read_or_atomic || reads_ < max_rd_atomic_;
+    // A free send slot needs a free pending entry too: at most depth_ are signaled.
+    if (sq_ok && cq_ok && rd_ok && tail_ - head_ < depth_) return StatusCode::kOk;
+    if (m.progress() < 0) return StatusCode::kFailedPrecondition;
+    if ((++spins & 255u) == 0) {
+      if (start == Clock::time_point{}) start = Clock::now();
+      else if (m.expired(start)) return StatusCode::kTimeout;
+      std::this_thread::yield();
+    }
+  }
+}
+
+std::uint32_t Endpoint::bounce_bytes() const noexcept { return mgr_->options_.bounce_bytes; }
+
+Sge Endpoint::bounce(std::uint32_t len) const noexcept {
+  const std::uint32_t bb = mgr_->options_.bounce_bytes;
+  std::uint8_t* p = bounce_base_ + (next_seq_ & mask_) * bb;
+  return Sge{reinterpret_cast<std::uint64_t>(p), std::min(len, bb), mgr_->bounce_reg_.lkey()};
+}
+
+StatusCode Endpoint::post(WorkRequest& wr, OnComplete&& on_complete, bool signal) noexcept {
+  const bool rd = wr.opcode == Opcode::kRdmaRead || wr.opcode == Opcode::kAtomicFetchAdd ||
+                  wr.opcode == Opcode::kAtomicCmpSwap;
+  const StatusCode rc = reserve(rd);
+  if (rc != StatusCode::kOk) return rc;
+  const bool has_action = on_complete.request != nullptr || on_complete.handle ||
+                          on_complete.copy_to != nullptr;
+  const bool signaled = signal || has_action || rd ||
+                        next_seq_ + 1 - last_signaled_ >= signal_interval_;
+  const std::uint64_t seq = next_seq_;
+  wr.wr_id = seq;
+  wr.flags = signaled ? (wr.flags | kWrSignaled) : (wr.flags & ~static_cast<std::uint32_t>(kWrSignaled));
+  if (signaled) {
+    // Field by field: most posts carry no registration, and moving an empty
+    // handle over another still costs a release check.
+    Pending& p = ring_[tail_ & mask_];
+    p.seq = seq;
+    p.read_or_atomic = rd;
+    p.action.request = on_complete.request;
+    p.action.copy_to = on_complete.copy_to;
+    p.action.copy_len = on_complete.copy_len;
+    if (on_complete.handle) p.action.handle = std::move(on_complete.handle);
+    if (p.action.request != nullptr) ++p.action.request->pending;
+  }
+  const PostResult pr = qp_->post({&wr, 1});
+  if (!pr.ok()) {
+    last_reject_ = pr.reason;
+    if (signaled) {
+      Pending& p = ring_[tail_ & mask_];
+      if (p.action.request != nullptr) --p.action.request->pending;
+      if (p.action.handle) on_complete.handle = std::move(p.action.handle);  // the caller's again
+      p.action.request = nullptr;
+      p.action.copy_to = nullptr;
+    }
+    return pr.code;
+  }
+  ++next_seq_;
+  if (signaled) {
+    ++tail_;
+    last_signaled_ = next_seq_;
+    ++mgr_->cq_outstanding_;
+    if (rd) ++reads_;
+  }
+  return StatusCode::kOk;
+}
+
+StatusCode Endpoint::flush() noexcept {
+  EndpointManager& m = *mgr_;
+  Clock::time_point start{};
+  std::uint32_t spins = 0;
+  while (!idle()) {
+    if (m.progress() < 0) return StatusCode::kFailedPrecondition;
+    if ((++spins & 255u) == 0) {
+      if (start == Clock::time_point{}) start = Clock::now();
+      else if (m.expired(start)) return StatusCode::kTimeout;
+      std::this_thread::yield();
+    }
+  }
+  return broken_ ? StatusCode::kFailedPrecondition : StatusCode::kOk;
+}
+
+void Endpoint::finish(Pending& p, WcStatus status, std::uint32_t vendor_err) noexcept {
+  OnComplete& a = p.action;
+  if (status == WcStatus::kSuccess && a.copy_to != nullptr) {
+    const std::uint32_t bb = mgr_->options_.bounce_bytes;
+    std::memcpy(a.copy_to, bounce_base_ + (p.seq & mask_) * bb, a.copy_len);
+  }
+  if (a.request != nullptr) {
+    if (status != WcStatus::kSuccess && !a.request->failed()) {
+      a.request->error = status;
+      a.request->vendor_err = vendor_err;
+      a.request->error_peer = peer_;
+    }
+    --a.request->pending;
+  }
+  if (a.handle) a.handle.reset();
+  a.request = nullptr;
+  a.copy_to = nullptr;
+  if (p.read_or_atomic) --reads_;
+  if (mgr_->cq_outstanding_ > 0) --mgr_->cq_outstanding_;
+}
+
+void Endpoint::complete(std::uint64_t seq, WcStatus status, std::uint32_t vendor_err) noexcept {
+  // Everything signaled before `seq` has completed (RC completes in order).
+  while (head_ != tail_ && ring_[head_ & mask_].seq < seq) {
+    finish(ring_[head_ & mask_], WcStatus::kSuccess, 0);
+    ++head_;
+  }
+  if (status == WcStatus::kSuccess) {
+    if (head_ != tail_ && ring_[head_ & mask_].seq == seq) {
+      finish(ring_[head_ & mask_], status, 0);
+      ++head_;
+    }
+    retired_ = std::max(retired_, seq + 1);
+    return;
+  }
+  // The QP is in the error state: this request failed and every later one is
+  // flushed. Fail them all now with the first error; their flush completions,
+  // if the provider produces them, find nothing left to do.
+  fail_all(status, vendor_err);
+}
+
+void Endpoint::fail_all(WcStatus status, std::uint32_t vendor_err) noexcept {
+  if (!broken_) {
+    broken_ = true;
+    error_ = status;
+    vendor_err_ = vendor_err;
+  }
+  while (head_ != tail_) {
+    finish(ring_[head_ & mask_], error_, vendor_err_);
+    ++head_;
+  }
+  retired_ = next_seq_;
+}
+
+// ------------------------------------------------------------------ manager
+
+EndpointManager::~EndpointManager() {
+  // Nothing may still be written into bounce buffers or user memory once we
+  // are gone: move every QP to the error state before releasing anything.
+  for (Endpoint& e : endpoints_) {
+    if (e.qp_ && !e.idle()) (void)e.qp_->set_error();
+  }
+  for (Endpoint& e : endpoints_) {
+    if (e.ring_) e.fail_all(WcStatus::kWrFlushErr, 0);
+    e.qp_.reset();
+  }
+  bounce_reg_.reset();
+}
+
+Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& bootstrap,
+                                                                 std::shared_ptr<Device> device,
+                                                                 EndpointOptions options) {
+  if (!device) return invalid_argument("endpoint manager: no device");
+  if (options.sq_depth < 2) {
+    return invalid_argument("endpoint manager: sq_depth " + std::to_string(options.sq_depth) +
+                            " is below 2");
+  }
+  if (options.bounce_bytes < 8) {
+    return invalid_argument("endpoint manager: bounce_bytes " +
+                            std::to_string(options.bounce_bytes) + " is below 8");
+  }
+  const DeviceCaps& caps = device->caps();
+  const int n = bootstrap.size();
+  const int me = bootstrap.rank();
+  if (n <= 0 || me < 0 || me >= n) {
+    return invalid_argument("endpoint manager: bootstrap gives rank " + std::to_string(me) +
+                            " of " + std::to_string(n));
+  }
+  std::unique_ptr<EndpointManager> m(new EndpointManager());
+  m->poll_buf_ = std::make_unique<Completion[]>(kPollBatch);
+  m->device_ = device;
+  m->rank_ = me;
+  if (caps.max_qp_wr != 0) options.sq_depth = std::min(options.sq_depth, caps.max_qp_wr);
+  if (options.signal_interval == 0) options.signal_interval = std::max(1u, options.sq_depth / 4);
+  options.signal_interval = std::min(options.signal_interval, options.sq_depth);
+  options.max_sge = std::max(1u, std::min(options.max_sge, std::max(1u, caps.max_sge)));
+  options.max_inline = std::min(options.max_inline, caps.max_inline_data);
+  m->options_ = options;
+
+  RMA_ASSIGN_OR_RETURN(m->pd_, device->alloc_pd());
+  RMA_ASSIGN_OR_RETURN(m->rcache_, RegistrationCache::create(m->pd_));
+  // Each QP has at most sq_depth signaled requests in flight, so this depth
+  // can never overrun; a device with fewer CQEs gets CQ credits instead.
+  std::uint64_t want = std::uint64_t{options.sq_depth} * static_cast<std::uint64_t>(n) + 16;
+  if (caps.max_cqe != 0) want = std::min<std::uint64_t>(want, caps.max_cqe);
+  m->cq_depth_ = static_cast<std::uint32_t>(want);
+  RMA_ASSIGN_OR_RETURN(m->cq_, device->create_cq(m->cq_depth_));
+
+  // Ring and bounce slots: a power of two >= sq_depth, so slot = seq & mask.
+  std::uint32_t slots = 1;
+  while (slots < options.sq_depth) slots <<= 1;
+  const std::size_t per_ep = std::size_t{slots} * options.bounce_bytes;
+  m->bounce_.assign(per_ep * static_cast<std::size_t>(n), 0);
+  RMA_ASSIGN_OR_RETURN(m->bounce_reg_, m->rcache_->acquire(m->bounce_.data(), m->bounce_.size(),
+                                                           Access::kLocalWrite));
+
+  QpConfig qc;
+  qc.send_cq = m->cq_;
+  qc.recv_cq = m->cq_;
+  qc.max_send_wr = options.sq_depth;
+  qc.max_recv_wr = 1;
+  qc.max_send_sge = options.max_sge;
+  qc.max_recv_sge = 1;
+  qc.max_inline_data = options.max_inline;
+  qc.max_rd_atomic = std::max(1u, std::min(16u, caps.max_qp_rd_atom));
+
+  m->endpoints_.resize(static_cast<std::size_t>(n));
+  std::vector<std::uint8_t> blob(kRecord * static_cast<std::size_t>(n), 0);
+  for (int p = 0; p < n; ++p) {
+    Endpoint& e = m->endpoints_[static_cast<std::size_t>(p)];
+    e.mgr_ = m.get();
+    e.peer_ = p;
+    e.depth_ = options.sq_depth;
+    e.signal_interval_ = options.signal_interval;
+    e.max_rd_atomic_ = qc.max_rd_atomic;
+    e.max_inline_ = options.max_inline;
+    e.max_sge_ = options.max_sge;
+    e.bounce_base_ = m->bounce_.data() + per_ep * static_cast<std::size_t>(p);
+    e.mask_ = slots - 1;
+    e.ring_ = std::make_unique<Endpoint::Pending[]>(slots);
+    auto qp = m->pd_->create_qp(qc);
+    if (!qp.ok()) return qp.status().with_context("endpoint to rank " + std::to_string(p));
+    e.qp_ = std::move(qp).value();
+    m->by_qpn_[e.qp_->qp_num()] = p;
+    RMA_ASSIGN_OR_RETURN(EndpointAddress addr, e.qp_->local_address());
+    std::uint8_t* rec = blob.data() + kRecord * static_cast<std::size_t>(p);
+    std::memcpy(rec, &addr.size, 4);
+    std::memcpy(rec + 4, addr.bytes.data(), addr.size);
+  }
+  RMA_RETURN_IF_ERROR(bootstrap.put(kAddressKey, blob).with_context("publishing endpoint addresses"));
+  RMA_RETURN_IF_ERROR(bootstrap.fence().with_context("exchanging endpoint addresses"));
+  for (int p = 0; p < n; ++p) {
+    auto theirs = bootstrap.get(p, kAddressKey);
+    if (!theirs.ok()) {
+      return theirs.status().with_context("endpoint addresses of rank " + std::to_string(p));
+    }
+    const std::vector<std::uint8_t>& b = *theirs;
+    if (b.size() != blob.size()) {
+      return invalid_argument("rank " + std::to_string(p) + " published " +
+                              std::to_string(b.size()) + " bytes of endpoint addresses, expected " +
+                              std::to_string(blob.size()) + " (different job size?)");
+    }
+    const std::uint8_t* rec = b.data() + kRecord * static_cast<std::size_t>(me);
+    std::uint32_t len = 0;
+    std::memcpy(&len, rec, 4);
+    if (len > EndpointAddress::kMaxSize) {
+      return invalid_argument("rank " + std::to_string(p) + " published an endpoint address of " +
+                              std::to_string(len) + " bytes (max " +
+                              std::to_string(EndpointAddress::kMaxSize) + ")");
+    }
+    RMA_ASSIGN_OR_RETURN(EndpointAddress addr, EndpointAddress::from_bytes({rec + 4, len}));
+    Status s = m->endpoints_[static_cast<std::size_t>(p)].qp_->connect(addr);
+    if (!s.ok()) return s.with_context("connecting to rank " + std::to_string(p));
+  }
+  RMA_RETURN_IF_ERROR(bootstrap.barrier().with_context("waiting for every rank to connect"));
+  return m;
+}
+
+int EndpointManager::progress() noexcept {
+  if (cq_overrun_) return -1;
+  Completion* wc = poll_buf_.get();
+  const int n = cq_->poll({wc, kPollBatch});
+  if (n < 0) {
+    // A lost completion means lost bookkeeping: nothing can be trusted.
+    cq_overrun_ = true;
+    for (Endpoint& e : endpoints_) {
+      if (!e.broken_) (void)e.qp_->set_error();
+      e.fail_all(WcStatus::kGeneralErr, 0);
+    }
+    return -1;
+  }
+  for (int i = 0; i < n; ++i) {
+    int idx = last_peer_;
+    if (wc[i].qp_num != last_qpn_) {
+      auto it = by_qpn_.find(wc[i].qp_num);
+      if (it == by_qpn_.end()) continue;
+      idx = last_peer_ = it->second;
+      last_qpn_ = wc[i].qp_num;
+    }
+    Endpoint& e = endpoints_[static_cast<std::size_t>(idx)];
+    // Completions of requests already failed (flushes after an error) and
+    // stray ones carry nothing left to do.
+    if (e.broken_ && wc[i].status == WcStatus::kWrFlushErr) continue;
+    e.complete(wc[i].wr_id, wc[i].status, wc[i].vendor_err);
+  }
+  return n;
+}
+
+StatusCode EndpointManager::wait(const Request& request) noexcept {
+  Clock::time_point start{};
+  std::uint32_t spins = 0;
+  while (!request.done()) {
+    if (progress() < 0) return StatusCode::kFailedPrecondition;
+    if ((++spins & 255u) == 0) {
+      if (start == Clock::time_point{}) start = Clock::now();
+      else if (expired(start)) return StatusCode::kTimeout;
+      std::this_thread::yield();
+    }
+  }
+  return StatusCode::kOk;
+}
+
+StatusCode EndpointManager::flush_all() noexcept {
+  StatusCode worst = StatusCode::kOk;
+  for (Endpoint& e : endpoints_) {
+    const StatusCode c = e.flush();
+    if (c != StatusCode::kOk && worst == StatusCode::kOk) worst = c;
+  }
+  return worst;
+}
+
+}  // namespace rma::endpoint

@@ -1,0 +1,205 @@
+// Endpoint manager: one reliable-connected QP per peer of a job (the peer
+// may be this rank: a loopback QP, so a rank reaches its own memory through
+// the same NIC path and its atomics stay atomic with everyone else's), all
+// completing into one CQ, connected through the Bootstrap by exchanging
+// EndpointAddress blobs. On top of the provider contract it adds what every
+// user of a QP would otherwise repeat:
+//
+//  - credits: a work request is posted only when its send-queue slot is
+//    free, the CQ has room for its completion and, for READs and atomics,
+//    the QP is below its limit of outstanding reads/atomics; otherwise the
+//    poster progresses until it is (with a deadline, never forever);
+//  - selective signaling: a request is signaled when something waits for it
+//    (a request counter, a registration to release, bytes to copy out of
+//    the bounce buffer), when it is a READ or atomic, or every
+//    signal_interval posts so that unsignaled slots are recycled. RC
+//    completes in order, so a signaled completion retires every earlier
+//    slot;
+//  - requests: a user operation is a Request counted up by each signaled
+//    work request it posted; it is done when all have completed and failed
+//    with the first error;
+//  - bounce buffers: a small registered area per send slot for atomic
+//    results and small READs, copied out to the user's buffer when the
+//    completion is polled, so small operations never touch the
+//    registration cache;
+//  - progress(): polls the CQ and dispatches completions.
+//
+// Threading: a manager belongs to one thread at a time (one rank); it does
+// no locking of its own. Data-path calls are noexcept and never allocate.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rma/bootstrap.hpp"
+#include "rma/provider.hpp"
+#include "rma/registration_cache.hpp"
+#include "rma/status.hpp"
+
+namespace rma::endpoint {
+
+// One user operation: counts its signaled work requests still in flight.
+struct Request {
+  std::uint32_t pending = 0;
+  WcStatus error = WcStatus::kSuccess;  // first error of any of its work requests
+  std::uint32_t vendor_err = 0;
+  int error_peer = -1;
+
+  bool done() const noexcept { return pending == 0; }
+  bool failed() const noexcept { return error != WcStatus::kSuccess; }
+};
+
+struct EndpointOptions {
+  std::uint32_t sq_depth = 128;         // send-queue slots per QP
+  std::uint32_t signal_interval = 0;    // 0: sq_depth / 4
+  std::uint32_t bounce_bytes = 256;     // bounce area per send slot (>= 8)
+  std::uint32_t max_sge = 16;           // capped by the device
+  std::uint32_t max_inline = 256;       // capped by the device
+  std::chrono::milliseconds timeout{60000};  // deadline of every blocking wait
+};
+
+// What happens when a posted work request completes.
+struct OnComplete {
+  Request* request = nullptr;          // counted down (and failed on error)
+  RegistrationCache::Handle handle;    // released
+  void* copy_to = nullptr;             // receives copy_len bytes of the slot's bounce area
+  std::uint32_t copy_len = 0;
+};
+
+class EndpointManager;
+
+class Endpoint {
+ public:
+  int peer() const noexcept { return peer_; }
+  // Nothing posted to this peer is still in flight. Every operation's last
+  // work request must be signaled (post(..., signal = true)) for this to
+  // become true: an unsignaled tail has no completion to wait for.
+  bool idle() const noexcept { return head_ == tail_ && retired_ == next_seq_; }
+  // A work request failed: the QP is in the error state and takes no more.
+  bool broken() const noexcept { return broken_; }
+  WcStatus error() const noexcept { return error_; }
+  std::uint32_t vendor_err() const noexcept { return vendor_err_; }
+  std::uint32_t max_inline() const noexcept { return max_inline_; }
+  std::uint32_t max_sge() const noexcept { return max_sge_; }
+
+  // Waits (progressing) for a send slot, CQ room and, when read_or_atomic,
+  // a read/atomic credit. After kOk, bounce() names the slot the next post()
+  // uses. kTimeout when the deadline passes, kFailedPrecondition when broken.
+  StatusCode reserve(bool read_or_atomic) noexcept;
+  // The bounce area of the next post (valid until that request completes):
+  // an SGE of `len` bytes (<= bounce_bytes) with its lkey. Call reserve() first.
+  Sge bounce(std::uint32_t len) const noexcept;
+  std::uint32_t bounce_bytes() const noexcept;
+
+  // Posts one work request (wr_id and the signaled flag are set here) after
+  // reserve(). wr.wr_id and wr.flags are overwritten. `signal` forces a completion; so does a non-empty on_complete,
+  // a READ or an atomic. Errors: kFailedPrecondition (broken), kTimeout, or
+  // the provider's rejection (reason in last_reject()).
+  StatusCode post(WorkRequest& wr, OnComplete&& on_complete, bool signal = false) noexcept;
+
+  // Progresses until everything posted to this peer has completed.
+  StatusCode flush() noexcept;
+
+  const char* last_reject() const noexcept { return last_reject_; }
+  QueuePair& qp() noexcept { return *qp_; }
+
+ private:
+  friend class EndpointManager;
+  struct Pending {
+    std::uint64_t seq = 0;
+    bool read_or_atomic = false;
+    OnComplete action;
+  };
+
+  void complete(std::uint64_t seq, WcStatus status, std::uint32_t vendor_err) noexcept;
+  void finish(Pending& p, WcStatus status, std::uint32_t vendor_err) noexcept;
+  void fail_all(WcStatus status, std::uint32_t vendor_err) noexcept;
+
+  EndpointManager* mgr_ = nullptr;
+  int peer_ = -1;
+  std::unique_ptr<QueuePair> qp_;
+  std::uint32_t depth_ = 0;       // send-queue credits
+  std::uint64_t mask_ = 0;        // ring/bounce slots - 1 (a power of two >= depth_)
+  std::uint32_t signal_interval_ = 1;
+  std::uint32_t max_rd_atomic_ = 1;
+  std::uint32_t max_inline_ = 0;
+  std::uint32_t max_sge_ = 1;
+  std::uint8_t* bounce_base_ = nullptr;  // (mask_ + 1) * bounce_bytes
+  std::uint64_t next_seq_ = 0;       // seq of the next post
+  std::uint64_t retired_ = 0;        // every seq below is complete
+  std::uint64_t last_signaled_ = 0;  // seq + 1 of the last signaled post
+  std::uint32_t reads_ = 0;          // READs/atomics in flight
+  std::unique_ptr<Pending[]> ring_;  // signaled posts in flight, mask_ + 1 entries
+  std::uint64_t head_ = 0, tail_ = 0;
+  bool broken_ = false;
+  WcStatus error_ = WcStatus::kSuccess;
+  std::uint32_t vendor_err_ = 0;
+  const char* last_reject_ = nullptr;
+};
+
+class EndpointManager {
+ public:
+  // Collective over the bootstrap: creates one QP per rank on `device`,
+  // exchanges their addresses (key "rma.endpoints"), connects them all and
+  // waits at a barrier until every rank is connected.
+  static Result<std::unique_ptr<EndpointManager>> create(Bootstrap& bootstrap,
+                                                         std::shared_ptr<Device> device,
+                                                         EndpointOptions options = {});
+  ~EndpointManager();
+  EndpointManager(const EndpointManager&) = delete;
+  EndpointManager& operator=(const EndpointManager&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return static_cast<int>(endpoints_.size()); }
+  Endpoint& endpoint(int peer) noexcept { return endpoints_[static_cast<std::size_t>(peer)]; }
+  Device& device() noexcept { return *device_; }
+  const DeviceCaps& caps() const noexcept { return device_->caps(); }
+  ProtectionDomain& pd() noexcept { return *pd_; }
+  RegistrationCache& rcache() noexcept { return *rcache_; }
+  const EndpointOptions& options() const noexcept { return options_; }
+
+  // Polls the CQ once and dispatches what it found; returns the number of
+  // completions, or -1 when the CQ overran (every endpoint is then broken).
+  int progress() noexcept;
+  // Progresses until `request` is done. kTimeout at the deadline.
+  StatusCode wait(const Request& request) noexcept;
+  // Progresses until every endpoint is idle.
+  StatusCode flush_all() noexcept;
+
+  // Deadline helper for callers' own waits: true once `start + timeout` passed.
+  bool expired(std::chrono::steady_clock::time_point start) const noexcept {
+    return std::chrono::steady_clock::now() - start > options_.timeout;
+  }
+
+ private:
+  friend class Endpoint;
+  EndpointManager() = default;
+
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<ProtectionDomain> pd_;
+  std::unique_ptr<RegistrationCache> rcache_;
+  std::shared_ptr<CompletionQueue> cq_;
+  EndpointOptions options_;
+  int rank_ = 0;
+  std::vector<std::uint8_t> bounce_;      // every endpoint's bounce areas
+  RegistrationCache::Handle bounce_reg_;
+  std::vector<Endpoint> endpoints_;
+  std::unordered_map<std::uint32_t, int> by_qpn_;
+  std::uint32_t last_qpn_ = 0xffffffffu;  // QP numbers are 24 bits: never matches at first
+  int last_peer_ = 0;
+  static constexpr int kPollBatch = 32;
+  std::unique_ptr<Completion[]> poll_buf_;  // filled by poll(), never re-initialised
+  std::uint32_t cq_depth_ = 0;
+  std::uint32_t cq_outstanding_ = 0;      // signaled posts whose completion is not yet polled
+  bool cq_overrun_ = false;
+};
+
+// "REM_ACCESS_ERR (vendor error 17)".
+std::string describe_error(WcStatus status, std::uint32_t vendor_err);
+
+}  // namespace rma::endpoint

@@ -1,0 +1,226 @@
+/* librma's MPI-shaped one-sided API: the C interface.
+ *
+ * MPI 4.x chapter 12 (one-sided communication) with MPI's names lower-cased
+ * under rma_ and MPI's arguments in MPI's order, so an MPI RMA program ports
+ * by renaming: MPI_Win_allocate(size, disp_unit, info, comm, &base, &win) is
+ * rma_win_allocate(size, disp_unit, info, comm, &base, &win). Return codes
+ * are MPI's error classes (<rma/rma_errors.h>); errors also go to the
+ * window's error handler (RMA_ERRORS_ARE_FATAL by default). Datatypes are in
+ * <rma/rma_datatype.h>, included here.
+ *
+ * What differs from MPI:
+ *  - one communicator, RMA_COMM_WORLD (all ranks of the job), plus
+ *    RMA_COMM_SELF where a communicator names no peers;
+ *  - groups exist for post/start/complete/wait: rma_comm_group,
+ *    rma_group_incl, rma_group_size/rank, rma_group_free;
+ *  - info objects are not implemented: pass RMA_INFO_NULL;
+ *  - a context (one per process, or one per thread rank in tests) is
+ *    driven by one thread at a time (MPI_THREAD_FUNNELED).
+ * Usable from C99 and C++. */
+#ifndef RMA_RMA_H
+#define RMA_RMA_H
+
+#include <stdint.h>
+
+#include "rma/rma_datatype.h"
+#include "rma/rma_errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- handles ---- */
+typedef struct rma_comm_s* rma_Comm;
+typedef struct rma_group_s* rma_Group;
+typedef struct rma_win_s* rma_Win;
+typedef struct rma_request_s* rma_Request;
+typedef struct rma_errhandler_s* rma_Errhandler;
+typedef struct rma_info_s* rma_Info;
+typedef struct rma_op_s* rma_Op;
+
+extern struct rma_comm_s rma_comm_world_, rma_comm_self_;
+#define RMA_COMM_WORLD (&rma_comm_world_)
+#define RMA_COMM_SELF (&rma_comm_self_)
+#define RMA_COMM_NULL ((rma_Comm)0)
+#define RMA_GROUP_NULL ((rma_Group)0)
+#define RMA_WIN_NULL ((rma_Win)0)
+#define RMA_REQUEST_NULL ((rma_Request)0)
+#define RMA_ERRHANDLER_NULL ((rma_Errhandler)0)
+#define RMA_INFO_NULL ((rma_Info)0)
+#define RMA_OP_NULL ((rma_Op)0)
+
+/* Reduction operations (MPI 4.x 6.9.2) plus REPLACE and NO_OP (12.3.4). */
+#define RMA_MAX ((rma_Op)(intptr_t)1)
+#define RMA_MIN ((rma_Op)(intptr_t)2)
+#define RMA_SUM ((rma_Op)(intptr_t)3)
+#define RMA_PROD ((rma_Op)(intptr_t)4)
+#define RMA_LAND ((rma_Op)(intptr_t)5)
+#define RMA_BAND ((rma_Op)(intptr_t)6)
+#define RMA_LOR ((rma_Op)(intptr_t)7)
+#define RMA_BOR ((rma_Op)(intptr_t)8)
+#define RMA_LXOR ((rma_Op)(intptr_t)9)
+#define RMA_BXOR ((rma_Op)(intptr_t)10)
+#define RMA_MAXLOC ((rma_Op)(intptr_t)11)
+#define RMA_MINLOC ((rma_Op)(intptr_t)12)
+#define RMA_REPLACE ((rma_Op)(intptr_t)13)
+#define RMA_NO_OP ((rma_Op)(intptr_t)14)
+
+/* Predefined error handlers. */
+#define RMA_ERRORS_ARE_FATAL ((rma_Errhandler)(intptr_t)1)
+#define RMA_ERRORS_RETURN ((rma_Errhandler)(intptr_t)2)
+#define RMA_ERRORS_ABORT ((rma_Errhandler)(intptr_t)3)
+
+/* Status of a completed request (the fields MPI defines). */
+typedef struct rma_Status {
+  int RMA_SOURCE;
+  int RMA_TAG;
+  int RMA_ERROR;
+} rma_Status;
+#define RMA_STATUS_IGNORE ((rma_Status*)0)
+#define RMA_STATUSES_IGNORE ((rma_Status*)0)
+
+#define RMA_PROC_NULL (-1)
+#define RMA_UNDEFINED_RANK (-32766)
+#define RMA_BOTTOM ((void*)0)
+
+/* Lock types and assertions (MPI 4.x 12.5). Assertions are accepted and
+ * checked for validity; they are hints only. */
+#define RMA_LOCK_EXCLUSIVE 234
+#define RMA_LOCK_SHARED 235
+#define RMA_MODE_NOCHECK 1024
+#define RMA_MODE_NOSTORE 2048
+#define RMA_MODE_NOPUT 4096
+#define RMA_MODE_NOPRECEDE 8192
+#define RMA_MODE_NOSUCCEED 16384
+
+/* Window attributes (rma_win_get_attr). As in MPI, attribute_val receives
+ * a pointer: RMA_WIN_BASE the base address itself (void*), RMA_WIN_SIZE a
+ * pointer to an rma_Aint, RMA_WIN_DISP_UNIT, RMA_WIN_CREATE_FLAVOR and
+ * RMA_WIN_MODEL a pointer to an int. */
+#define RMA_WIN_BASE 1
+#define RMA_WIN_SIZE 2
+#define RMA_WIN_DISP_UNIT 3
+#define RMA_WIN_CREATE_FLAVOR 4
+#define RMA_WIN_MODEL 5
+#define RMA_WIN_FLAVOR_CREATE 1
+#define RMA_WIN_FLAVOR_ALLOCATE 2
+#define RMA_WIN_FLAVOR_DYNAMIC 3
+#define RMA_WIN_SEPARATE 1
+#define RMA_WIN_UNIFIED 2
+
+/* ---- processes ---- */
+/* Starts librma in this process: picks the bootstrap (rmarun, PMIx or a
+ * singleton; see <rma/bootstrap.hpp>) and the provider (RMA_PROVIDER),
+ * connects every rank. Collective. argc/argv may be null. */
+int rma_init(int* argc, char*** argv);
+/* Collective: waits for every rank, then releases everything. Windows still
+ * alive are freed (and reported at log level warn). */
+int rma_finalize(void);
+int rma_initialized(int* flag);
+int rma_finalized(int* flag);
+/* Ends the job: every rank stops; errorcode becomes the exit status. */
+int rma_abort(rma_Comm comm, int errorcode);
+int rma_comm_rank(rma_Comm comm, int* rank);
+int rma_comm_size(rma_Comm comm, int* size);
+int rma_barrier(rma_Comm comm);
+
+/* ---- groups (enough for post/start/complete/wait) ---- */
+int rma_comm_group(rma_Comm comm, rma_Group* group);
+int rma_group_incl(rma_Group group, int n, const int ranks[], rma_Group* newgroup);
+int rma_group_size(rma_Group group, int* size);
+int rma_group_rank(rma_Group group, int* rank); /* RMA_UNDEFINED_RANK if not a member */
+int rma_group_free(rma_Group* group);
+
+/* ---- windows (12.2) ---- */
+int rma_win_create(void* base, rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm,
+                   rma_Win* win);
+/* baseptr is a void** passed as void*, as in MPI. */
+int rma_win_allocate(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, void* baseptr,
+                     rma_Win* win);
+int rma_win_create_dynamic(rma_Info info, rma_Comm comm, rma_Win* win);
+int rma_win_attach(rma_Win win, void* base, rma_Aint size);
+int rma_win_detach(rma_Win win, const void* base);
+int rma_win_free(rma_Win* win);
+int rma_win_get_attr(rma_Win win, int win_keyval, void* attribute_val, int* flag);
+int rma_win_get_group(rma_Win win, rma_Group* group);
+
+/* ---- communication (12.3) ---- */
+int rma_put(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,
+            int target_rank, rma_Aint target_disp, int target_count,
+            rma_Datatype target_datatype, rma_Win win);
+int rma_get(void* origin_addr, int origin_count, rma_Datatype origin_datatype, int target_rank,
+            rma_Aint target_disp, int target_count, rma_Datatype target_datatype, rma_Win win);
+int rma_accumulate(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,
+                   int target_rank, rma_Aint target_disp, int target_count,
+                   rma_Datatype target_datatype, rma_Op op, rma_Win win);
+int rma_get_accumulate(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,
+                       void* result_addr, int result_count, rma_Datatype result_datatype,
+                       int target_rank, rma_Aint target_disp, int target_count,
+                       rma_Datatype target_datatype, rma_Op op, rma_Win win);
+int rma_fetch_and_op(const void* origin_addr, void* result_addr, rma_Datatype datatype,
+                     int target_rank, rma_Aint target_disp, rma_Op op, rma_Win win);
+int rma_compare_and_swap(const void* origin_addr, const void* compare_addr, void* result_addr,
+                         rma_Datatype datatype, int target_rank, rma_Aint target_disp,
+                         rma_Win win);
+int rma_rput(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,
+             int target_rank, rma_Aint target_disp, int target_count,
+             rma_Datatype target_datatype, rma_Win win, rma_Request* request);
+int rma_rget(void* origin_addr, int origin_count, rma_Datatype origin_datatype, int target_rank,
+             rma_Aint target_disp, int target_count, rma_Datatype target_datatype, rma_Win win,
+             rma_Request* request);
+int rma_raccumulate(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,
+                    int target_rank, rma_Aint target_disp, int target_count,
+                    rma_Datatype target_datatype, rma_Op op, rma_Win win, rma_Request* request);
+int rma_rget_accumulate(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,
+                        void* result_addr, int result_count, rma_Datatype result_datatype,
+                        int target_rank, rma_Aint target_disp, int target_count,
+                        rma_Datatype target_datatype, rma_Op op, rma_Win win,
+                        rma_Request* request);
+
+/* ---- requests ---- */
+int rma_wait(rma_Request* request, rma_Status* status);
+int rma_test(rma_Request* request, int* flag, rma_Status* status);
+int rma_waitall(int count, rma_Request requests[], rma_Status statuses[]);
+
+/* ---- synchronization (12.5) ---- */
+int rma_win_fence(int assert_, rma_Win win);
+int rma_win_start(rma_Group group, int assert_, rma_Win win);
+int rma_win_complete(rma_Win win);
+int rma_win_post(rma_Group group, int assert_, rma_Win win);
+int rma_win_wait(rma_Win win);
+int rma_win_test(rma_Win win, int* flag);
+int rma_win_lock(int lock_type, int rank, int assert_, rma_Win win);
+int rma_win_lock_all(int assert_, rma_Win win);
+int rma_win_unlock(int rank, rma_Win win);
+int rma_win_unlock_all(rma_Win win);
+int rma_win_flush(int rank, rma_Win win);
+int rma_win_flush_all(rma_Win win);
+int rma_win_flush_local(int rank, rma_Win win);
+int rma_win_flush_local_all(rma_Win win);
+int rma_win_sync(rma_Win win);
+
+/* ---- error handling (9.3) ---- */
+/* void handler(rma_Win* win, int* error_code, ...) as MPI_Win_errhandler_function. */
+typedef void rma_Win_errhandler_function(rma_Win* win, int* error_code, ...);
+int rma_win_create_errhandler(rma_Win_errhandler_function* function, rma_Errhandler* errhandler);
+int rma_win_set_errhandler(rma_Win win, rma_Errhandler errhandler);
+int rma_win_get_errhandler(rma_Win win, rma_Errhandler* errhandler);
+int rma_win_call_errhandler(rma_Win win, int errorcode);
+int rma_errhandler_free(rma_Errhandler* errhandler);
+/* Calls not tied to a window (rma_comm_*, rma_wait, ...) use the handler of
+ * RMA_COMM_WORLD: RMA_ERRORS_ARE_FATAL, RMA_ERRORS_RETURN or RMA_ERRORS_ABORT. */
+int rma_comm_set_errhandler(rma_Comm comm, rma_Errhandler errhandler);
+int rma_comm_get_errhandler(rma_Comm comm, rma_Errhandler* errhandler);
+int rma_error_class(int errorcode, int* errorclass);
+/* librma extension: the message of the most recent error on this thread
+ * ("rma_put on rank 0: RMA_ERR_RMA_RANGE: rma_put to rank 1: target range
+ * [60, 68) ... is outside the window of rank 1, which is 64 bytes"). Window
+ * calls leave it alone when they succeed, so check return codes first.
+ * Writes at most RMA_MAX_ERROR_STRING bytes including the terminating 0. */
+int rma_last_error_message(char* str, int* len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMA_RMA_H */

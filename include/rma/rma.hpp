@@ -1,0 +1,255 @@
+// librma's MPI-shaped one-sided API for C++: RAII and typed calls over the
+// same objects as <rma/rma.h>.
+//
+//   rma::Environment env(&argc, &argv);            // rma_init ... rma_finalize
+//   auto win = rma::Window::allocate<double>(1024);  // collective
+//   win.throw_exceptions();                         // errors throw rma::Error
+//   win.fence();
+//   win.put(data, 16, /*target=*/1, /*disp=*/0);
+//   win.fence();
+//
+// Errors go to the window's error handler as in C: fatal by default,
+// RMA_ERRORS_RETURN makes the methods return the code, and
+// throw_exceptions() installs a handler that throws rma::Error (code and the
+// message naming call, rank and problem). Calls that fail before a window
+// exists (creation) throw rma::Error unless the RMA_COMM_WORLD handler is
+// fatal. Window's destructor frees the window, which is collective: destroy
+// windows in the same order on every rank.
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "rma/rma.h"
+
+namespace rma {
+
+class Error : public std::runtime_error {
+ public:
+  Error(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  int code() const noexcept { return code_; }
+  int error_class() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+namespace detail {
+inline std::string last_message() {
+  char buf[RMA_MAX_ERROR_STRING];
+  int len = 0;
+  rma_last_error_message(buf, &len);
+  return std::string(buf, static_cast<std::size_t>(len));
+}
+inline void throw_handler(rma_Win* /*win*/, int* code, ...) { throw Error(*code, last_message()); }
+// For calls whose handler returned: creation and other non-window calls.
+inline int checked(int rc) {
+  if (rc != RMA_SUCCESS) throw Error(rc, last_message());
+  return rc;
+}
+}  // namespace detail
+
+// A window error handler that throws rma::Error; created once per process.
+inline rma_Errhandler errors_throw_exceptions() {
+  static const rma_Errhandler eh = [] {
+    rma_Errhandler h = RMA_ERRHANDLER_NULL;
+    detail::checked(rma_win_create_errhandler(&detail::throw_handler, &h));
+    return h;
+  }();
+  return eh;
+}
+
+// The predefined datatype of a C++ type.
+template <typename T>
+rma_Datatype datatype_of() noexcept {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, bool>) return RMA_C_BOOL;
+  else if constexpr (std::is_same_v<U, char>) return RMA_CHAR;
+  else if constexpr (std::is_same_v<U, std::byte>) return RMA_BYTE;
+  else if constexpr (std::is_same_v<U, float>) return RMA_FLOAT;
+  else if constexpr (std::is_same_v<U, double>) return RMA_DOUBLE;
+  else if constexpr (std::is_same_v<U, long double>) return RMA_LONG_DOUBLE;
+  else if constexpr (std::is_same_v<U, std::complex<float>>) return RMA_C_FLOAT_COMPLEX;
+  else if constexpr (std::is_same_v<U, std::complex<double>>) return RMA_C_DOUBLE_COMPLEX;
+  else if constexpr (std::is_same_v<U, std::complex<long double>>) return RMA_C_LONG_DOUBLE_COMPLEX;
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U>) {
+    if constexpr (sizeof(U) == 1) return RMA_INT8_T;
+    else if constexpr (sizeof(U) == 2) return RMA_INT16_T;
+    else if constexpr (sizeof(U) == 4) return RMA_INT32_T;
+    else return RMA_INT64_T;
+  } else if constexpr (std::is_integral_v<U>) {
+    if constexpr (sizeof(U) == 1) return RMA_UINT8_T;
+    else if constexpr (sizeof(U) == 2) return RMA_UINT16_T;
+    else if constexpr (sizeof(U) == 4) return RMA_UINT32_T;
+    else return RMA_UINT64_T;
+  } else {
+    static_assert(sizeof(U) == 0, "no predefined rma datatype for this type");
+  }
+}
+
+// rma_init on construction, rma_finalize on destruction.
+class Environment {
+ public:
+  Environment() : Environment(nullptr, nullptr) {}
+  Environment(int* argc, char*** argv) { detail::checked(rma_init(argc, argv)); }
+  ~Environment() { (void)rma_finalize(); }
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+};
+
+inline int rank() {
+  int r = -1;
+  detail::checked(rma_comm_rank(RMA_COMM_WORLD, &r));
+  return r;
+}
+inline int size() {
+  int s = -1;
+  detail::checked(rma_comm_size(RMA_COMM_WORLD, &s));
+  return s;
+}
+inline void barrier() { detail::checked(rma_barrier(RMA_COMM_WORLD)); }
+
+class Window {
+ public:
+  // Collective: `count` elements of T per rank (disp_unit sizeof(T)).
+  template <typename T>
+  static Window allocate(std::size_t count) {
+    void* base = nullptr;
+    rma_Win w = RMA_WIN_NULL;
+    detail::checked(rma_win_allocate(static_cast<rma_Aint>(count * sizeof(T)), static_cast<int>(sizeof(T)),
+                                     RMA_INFO_NULL, RMA_COMM_WORLD, &base, &w));
+    return Window(w);
+  }
+  template <typename T>
+  static Window create(T* base, std::size_t count) {
+    rma_Win w = RMA_WIN_NULL;
+    detail::checked(rma_win_create(base, static_cast<rma_Aint>(count * sizeof(T)), static_cast<int>(sizeof(T)),
+                                   RMA_INFO_NULL, RMA_COMM_WORLD, &w));
+    return Window(w);
+  }
+  static Window create_dynamic() {
+    rma_Win w = RMA_WIN_NULL;
+    detail::checked(rma_win_create_dynamic(RMA_INFO_NULL, RMA_COMM_WORLD, &w));
+    return Window(w);
+  }
+
+  Window(Window&& o) noexcept : win_(std::exchange(o.win_, RMA_WIN_NULL)) {}
+  Window& operator=(Window&& o) noexcept {
+    if (this != &o) {
+      reset();
+      win_ = std::exchange(o.win_, RMA_WIN_NULL);
+    }
+    return *this;
+  }
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+  ~Window() { reset(); }
+
+  // Collective: frees the window now.
+  void reset() noexcept {
+    if (win_ != RMA_WIN_NULL) {
+      // Destructors must not throw: report through return codes here.
+      (void)rma_win_set_errhandler(win_, RMA_ERRORS_RETURN);
+      (void)rma_win_free(&win_);
+      win_ = RMA_WIN_NULL;
+    }
+  }
+
+  rma_Win handle() const noexcept { return win_; }
+  void* base() const {
+    void* b = nullptr;
+    int flag = 0;
+    rma_win_get_attr(win_, RMA_WIN_BASE, &b, &flag);
+    return b;
+  }
+  template <typename T>
+  T* data() const { return static_cast<T*>(base()); }
+  std::size_t size_bytes() const {
+    rma_Aint* s = nullptr;
+    int flag = 0;
+    rma_win_get_attr(win_, RMA_WIN_SIZE, &s, &flag);
+    return s != nullptr ? static_cast<std::size_t>(*s) : 0;
+  }
+
+  int set_errhandler(rma_Errhandler eh) { return rma_win_set_errhandler(win_, eh); }
+  int throw_exceptions() { return set_errhandler(errors_throw_exceptions()); }
+  int return_errors() { return set_errhandler(RMA_ERRORS_RETURN); }
+
+  // ---- communication (count elements of T; disp in the target's disp_unit)
+  template <typename T>
+  int put(const T* origin, int count, int target, rma_Aint disp) {
+    return rma_put(origin, count, datatype_of<T>(), target, disp, count, datatype_of<T>(), win_);
+  }
+  template <typename T>
+  int get(T* origin, int count, int target, rma_Aint disp) {
+    return rma_get(origin, count, datatype_of<T>(), target, disp, count, datatype_of<T>(), win_);
+  }
+  template <typename T>
+  int accumulate(const T* origin, int count, int target, rma_Aint disp, rma_Op op) {
+    return rma_accumulate(origin, count, datatype_of<T>(), target, disp, count, datatype_of<T>(), op, win_);
+  }
+  template <typename T>
+  int get_accumulate(const T* origin, T* result, int count, int target, rma_Aint disp, rma_Op op) {
+    return rma_get_accumulate(origin, count, datatype_of<T>(), result, count, datatype_of<T>(), target, disp,
+                              count, datatype_of<T>(), op, win_);
+  }
+  template <typename T>
+  int fetch_and_op(const T& value, T& result, int target, rma_Aint disp, rma_Op op) {
+    return rma_fetch_and_op(&value, &result, datatype_of<T>(), target, disp, op, win_);
+  }
+  template <typename T>
+  int compare_and_swap(const T& value, const T& compare, T& result, int target, rma_Aint disp) {
+    return rma_compare_and_swap(&value, &compare, &result, datatype_of<T>(), target, disp, win_);
+  }
+
+  // ---- synchronization
+  int fence(int assert_ = 0) { return rma_win_fence(assert_, win_); }
+  int lock(int lock_type, int target, int assert_ = 0) { return rma_win_lock(lock_type, target, assert_, win_); }
+  int unlock(int target) { return rma_win_unlock(target, win_); }
+  int lock_all(int assert_ = 0) { return rma_win_lock_all(assert_, win_); }
+  int unlock_all() { return rma_win_unlock_all(win_); }
+  int flush(int target) { return rma_win_flush(target, win_); }
+  int flush_all() { return rma_win_flush_all(win_); }
+  int flush_local(int target) { return rma_win_flush_local(target, win_); }
+  int flush_local_all() { return rma_win_flush_local_all(win_); }
+  int sync() { return rma_win_sync(win_); }
+
+  // A passive-target epoch to one rank for the guard's lifetime.
+  class Lock {
+   public:
+    Lock(Window& w, int lock_type, int target) : w_(&w), target_(target) {
+      if (w_->lock(lock_type, target) != RMA_SUCCESS) w_ = nullptr;
+    }
+    // Unlocks with RMA_ERRORS_RETURN in effect, so a throwing handler
+    // cannot throw out of a destructor; the window's handler is restored.
+    ~Lock() {
+      if (w_ == nullptr) return;
+      rma_Errhandler eh = RMA_ERRHANDLER_NULL;
+      (void)rma_win_get_errhandler(w_->handle(), &eh);
+      (void)rma_win_set_errhandler(w_->handle(), RMA_ERRORS_RETURN);
+      (void)w_->unlock(target_);
+      if (eh != RMA_ERRHANDLER_NULL) {
+        (void)rma_win_set_errhandler(w_->handle(), eh);
+        (void)rma_errhandler_free(&eh);
+      }
+    }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    bool locked() const noexcept { return w_ != nullptr; }
+
+   private:
+    Window* w_;
+    int target_;
+  };
+
+ private:
+  explicit Window(rma_Win w) noexcept : win_(w) {}
+  rma_Win win_ = RMA_WIN_NULL;
+};
+
+}  // namespace rma

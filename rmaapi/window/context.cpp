@@ -1,0 +1,159 @@
+#include "window/context.hpp"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "rma/config.hpp"
+#include "rma/registry.hpp"
+#include "window/window.hpp"
+
+namespace rma::api {
+namespace {
+constexpr const char* kTimeoutVar = "RMA_WAIT_TIMEOUT_MS";
+constexpr const char* kSqDepthVar = "RMA_SQ_DEPTH";
+
+thread_local std::unique_ptr<Context> t_context;
+// Raw copies for current_context(): a trivially initialised thread_local
+// needs no TLS init guard on every access.
+thread_local Context* t_current = nullptr;
+std::unique_ptr<Context> g_context;
+Context* g_current = nullptr;
+bool g_finalized = false;
+
+// Declared at load time so that rma_info lists them without an rma_init.
+const bool kDeclared = declare_api_variables().ok();
+}  // namespace
+
+Status declare_api_variables() {
+  RMA_RETURN_IF_ERROR(config::declare(
+      {kTimeoutVar, "60000",
+       "milliseconds a blocking RMA call (flush, lock, fence, start, wait...) waits for the NIC "
+       "or for other ranks before failing with RMA_ERR_OTHER"}));
+  RMA_RETURN_IF_ERROR(config::declare(
+      {kSqDepthVar, "128", "send-queue slots per peer QP of the RMA API (credits; 2..device max)"}));
+  return {};
+}
+
+Result<std::unique_ptr<Context>> Context::create(std::unique_ptr<Bootstrap> bootstrap,
+                                                 const InitOptions& options) {
+  (void)kDeclared;
+  if (!bootstrap) return invalid_argument("no bootstrap");
+  RMA_RETURN_IF_ERROR(declare_api_variables());
+  RMA_ASSIGN_OR_RETURN(std::uint64_t timeout_ms, config::get_size(kTimeoutVar));
+  RMA_ASSIGN_OR_RETURN(std::uint64_t sq_depth, config::get_size(kSqDepthVar));
+  if (timeout_ms == 0) return invalid_argument(std::string(kTimeoutVar) + "=0: must be positive");
+  if (sq_depth < 2 || sq_depth > 65536) {
+    return invalid_argument(std::string(kSqDepthVar) + "=" + std::to_string(sq_depth) +
+                            ": must be 2..65536");
+  }
+  std::unique_ptr<Context> c(new Context());
+  c->rank_ = bootstrap->rank();
+  c->size_ = bootstrap->size();
+  c->bootstrap_ = std::move(bootstrap);
+  RMA_ASSIGN_OR_RETURN(std::shared_ptr<Device> dev,
+                       ProviderRegistry::global().open(options.provider, options.device));
+  endpoint::EndpointOptions eo = options.endpoints;
+  eo.timeout = std::chrono::milliseconds(
+      timeout_ms > 86400000ull * 365 ? 86400000ull * 365 : timeout_ms);
+  eo.sq_depth = static_cast<std::uint32_t>(sq_depth);
+  RMA_ASSIGN_OR_RETURN(c->eps_, endpoint::EndpointManager::create(*c->bootstrap_, dev, eo));
+  return c;
+}
+
+Context::~Context() {
+  // Windows the program never freed (no rma_finalize): release their
+  // registrations before the cache goes, locally; nobody may use them now.
+  for (rma_win_s* w : windows) {
+    w->attached.clear();
+    w->win_reg.reset();
+    w->meta_reg.reset();
+    std::free(w->meta);
+    if (w->owns_memory) std::free(w->base);
+    w->magic = 0;
+    delete w;
+  }
+  windows.clear();
+  scratch_reg_.reset();
+  eps_.reset();
+  std::free(scratch_mem_);
+}
+
+Result<Context::Scratch> Context::scratch(std::size_t bytes) {
+  if (bytes == 0) bytes = 16;
+  bytes = (bytes + 15) & ~std::size_t{15};
+  if (bytes > scratch_bytes_) {
+    scratch_reg_.reset();
+    std::free(scratch_mem_);
+    scratch_mem_ = nullptr;
+    scratch_bytes_ = 0;
+    std::size_t want = 4096;
+    while (want < bytes) want *= 2;
+    auto* mem = static_cast<std::byte*>(std::aligned_alloc(4096, 2 * want));
+    if (mem == nullptr) {
+      return resource_exhausted("cannot allocate " + std::to_string(2 * want) +
+                                " bytes of accumulate scratch memory");
+    }
+    auto reg = eps_->rcache().acquire(mem, 2 * want, Access::kLocalWrite);
+    if (!reg.ok()) {
+      std::free(mem);
+      return reg.status().with_context("registering accumulate scratch memory");
+    }
+    scratch_mem_ = mem;
+    scratch_bytes_ = want;
+    scratch_reg_ = std::move(reg).value();
+  }
+  Scratch s;
+  s.a = scratch_mem_;
+  s.b = scratch_mem_ + scratch_bytes_;
+  s.lkey = scratch_reg_.lkey();
+  s.begin = scratch_reg_.mr().addr();
+  s.end = s.begin + scratch_reg_.mr().length();
+  return s;
+}
+
+rma_request_s* Context::new_request() {
+  if (free_requests_.empty()) {
+    requests_.push_back(std::make_unique<rma_request_s>());
+    // release_request() must not allocate: room for every request.
+    free_requests_.reserve(requests_.size());
+    free_requests_.push_back(requests_.back().get());
+  }
+  rma_request_s* r = free_requests_.back();
+  free_requests_.pop_back();
+  r->magic = rma_request_s::kMagic;
+  r->active = true;
+  r->target = -1;
+  r->req = endpoint::Request{};
+  return r;
+}
+
+void Context::release_request(rma_request_s* r) noexcept {
+  r->active = false;
+  free_requests_.push_back(r);  // never reallocates: see new_request()
+}
+
+Context* current_context() noexcept {
+  Context* c = t_current;
+  return c != nullptr ? c : g_current;
+}
+void set_thread_context(std::unique_ptr<Context> ctx) noexcept {
+  t_context = std::move(ctx);
+  t_current = t_context.get();
+}
+std::unique_ptr<Context> take_thread_context() noexcept {
+  t_current = nullptr;
+  return std::move(t_context);
+}
+void set_process_context(std::unique_ptr<Context> ctx) noexcept {
+  g_context = std::move(ctx);
+  g_current = g_context.get();
+  g_finalized = false;
+}
+std::unique_ptr<Context> take_process_context() noexcept {
+  if (g_context) g_finalized = true;
+  g_current = nullptr;
+  return std::move(g_context);
+}
+bool process_finalized() noexcept { return g_finalized; }
+
+}  // namespace rma::api

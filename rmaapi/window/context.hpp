@@ -1,0 +1,111 @@
+// Context: everything one rank of a job owns — its bootstrap, device,
+// endpoints, registration cache, scratch memory, request pool and windows.
+//
+// A process normally has one (rma_init). Tests run several ranks as threads
+// of one process, so the C API finds its context through a thread-local
+// pointer first (set by rma::api::testing::init_thread) and the process-wide
+// one second. A context is driven by one thread at a time.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "endpoint/endpoint_manager.hpp"
+#include "rma/bootstrap.hpp"
+#include "rma/rma.h"
+#include "rma/status.hpp"
+
+struct rma_request_s {
+  static constexpr std::uint32_t kMagic = 0x52524551;  // "RREQ"
+  std::uint32_t magic = kMagic;
+  bool active = false;
+  int target = -1;  // rank the operation went to
+  rma::endpoint::Request req;
+};
+
+struct rma_group_s {
+  static constexpr std::uint32_t kMagic = 0x52475250;  // "RGRP"
+  std::uint32_t magic = kMagic;
+  std::vector<int> ranks;  // ranks of RMA_COMM_WORLD, in group order
+};
+
+struct rma_errhandler_s {
+  static constexpr std::uint32_t kMagic = 0x52455248;  // "RERH"
+  std::uint32_t magic = kMagic;
+  rma_Win_errhandler_function* fn = nullptr;
+  // The user's handle plus every window using it. Atomic: a handler may be
+  // shared by the contexts of several threads (the C++ API's throwing one is).
+  std::atomic<int> refs{1};
+};
+
+struct rma_comm_s {
+  int kind;  // 0 world, 1 self
+};
+
+namespace rma::api {
+
+struct InitOptions {
+  std::string provider;  // "" = RMA_PROVIDER, else the highest priority with a device
+  std::string device;
+  endpoint::EndpointOptions endpoints;
+};
+
+class Context {
+ public:
+  static Result<std::unique_ptr<Context>> create(std::unique_ptr<Bootstrap> bootstrap,
+                                                 const InitOptions& options);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  Bootstrap& bootstrap() noexcept { return *bootstrap_; }
+  endpoint::EndpointManager& eps() noexcept { return *eps_; }
+
+  rma_Errhandler comm_errhandler = RMA_ERRORS_ARE_FATAL;
+  std::vector<rma_win_s*> windows;  // live windows, creation order
+
+  // Two registered scratch areas of at least `bytes` each (accumulate's
+  // get -> compute -> put), 16-byte aligned; valid until the next call.
+  struct Scratch {
+    std::byte* a = nullptr;
+    std::byte* b = nullptr;
+    std::uint32_t lkey = 0;
+    std::uint64_t begin = 0, end = 0;  // the registration
+  };
+  Result<Scratch> scratch(std::size_t bytes);
+
+  // Requests handed to the user (rput, rget, ...): pooled, never freed
+  // while the context lives.
+  rma_request_s* new_request();
+  void release_request(rma_request_s* r) noexcept;
+
+ private:
+  Context() = default;
+  std::unique_ptr<Bootstrap> bootstrap_;
+  std::unique_ptr<endpoint::EndpointManager> eps_;
+  int rank_ = 0, size_ = 1;
+  std::byte* scratch_mem_ = nullptr;
+  std::size_t scratch_bytes_ = 0;  // per area
+  RegistrationCache::Handle scratch_reg_;
+  std::vector<std::unique_ptr<rma_request_s>> requests_;
+  std::vector<rma_request_s*> free_requests_;
+};
+
+// The calling thread's context, else the process's; nullptr before rma_init.
+Context* current_context() noexcept;
+// Installs (or clears) the calling thread's context; the thread owns it.
+void set_thread_context(std::unique_ptr<Context> ctx) noexcept;
+std::unique_ptr<Context> take_thread_context() noexcept;
+void set_process_context(std::unique_ptr<Context> ctx) noexcept;
+std::unique_ptr<Context> take_process_context() noexcept;
+bool process_finalized() noexcept;
+
+// Configuration variables of the API (declared once, listed by rma_info).
+Status declare_api_variables();
+
+}  // namespace rma::api

@@ -1,0 +1,778 @@
+// Communication calls: put, get, accumulate, get_accumulate (and
+// fetch_and_op), compare_and_swap.
+//
+// Every call checks its arguments, its epoch and the whole target range
+// against the target's window (known from creation, or from the target's
+// attachment table for dynamic windows) before it posts anything.
+//
+// Accumulate takes one of two paths, chosen by the op and the element type
+// only (never by the count), so concurrent accumulates with the same op on
+// the same location always take the same path and stay element-wise atomic
+// (MPI's default accumulate_ops = same_op_no_op):
+//  - NIC atomics: SUM and NO_OP on 8-byte integers at 8-byte aligned
+//    addresses are one FETCH_ADD per element; compare_and_swap of 8 bytes is
+//    one CMP_SWAP;
+//  - otherwise a per-target accumulate lock (a CAS on the target's metadata
+//    word 1), then READ, compute, WRITE, unlock, all on the one QP to that
+//    target, so RC ordering keeps the WRITE before the unlock. This path
+//    completes before the call returns.
+// Accumulates from one origin to one target run in order on one QP (the
+// default accumulate_ordering rar,raw,war,waw).
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <cstring>
+#include <thread>
+
+#include "datatype/block_cursor.hpp"
+#include "datatype/errors.hpp"
+#include "datatype/pack.hpp"
+#include "datatype/transfer_planner.hpp"
+#include "window/reduce.hpp"
+#include "window/window.hpp"
+
+namespace rma::api {
+namespace {
+
+using endpoint::Endpoint;
+using endpoint::OnComplete;
+
+constexpr std::uint32_t kMaxSgeArray = 64;
+
+// Where displacement 0 of the target buffer is, and its rkey.
+struct Target {
+  std::uint64_t base = 0;
+  std::uint32_t rkey = 0;
+};
+
+struct OneRegistration {
+  std::uint64_t begin = 0, end = 0;
+  std::uint32_t lkey = 0;
+};
+bool lookup_one(void* ctx, std::uint64_t addr, std::uint64_t, LocalKey* out) noexcept {
+  const auto* r = static_cast<const OneRegistration*>(ctx);
+  if (addr < r->begin || addr >= r->end) return false;
+  *out = LocalKey{r->begin, r->end, r->lkey};
+  return true;
+}
+
+std::string type_name(const rma_datatype_s* t) {
+  return (t != nullptr && t->predefined && t->name != nullptr) ? t->name : "derived datatype";
+}
+
+Status check_rank(rma_win_s* win, int target) {
+  const int n = static_cast<int>(win->peers.size());
+  if (target < 0 || target >= n) {
+    return class_error(RMA_ERR_RANK, "target_rank " + std::to_string(target) +
+                                         " is not a rank of the window's group (size " +
+                                         std::to_string(n) + ")");
+  }
+  if (!win->may_access(target)) {
+    return class_error(RMA_ERR_RMA_SYNC,
+                       "no access epoch to rank " + std::to_string(target) +
+                           " is open: call rma_win_fence, rma_win_lock, rma_win_lock_all or "
+                           "rma_win_start first");
+  }
+  return {};
+}
+
+Status check_count(int count, const char* what) {
+  if (count < 0) return count_error(std::string(what) + " " + std::to_string(count) + " is negative");
+  return {};
+}
+
+// Committed layout of a handle: predefined and committed types without the
+// Result round trip (the data path), everything else through the checks.
+Status layout_of_committed(rma_Datatype t, const char* what, const TypeLayout*& out) {
+  if (t != nullptr && t->magic == rma_datatype_s::kMagic && t->committed) [[likely]] {
+    out = &t->layout;
+    return {};
+  }
+  auto r = committed_layout(t, what);
+  if (!r.ok()) return r.status();
+  out = *r;
+  return {};
+}
+
+Status bytes_of(const TypeLayout& l, int count, const char* what, std::int64_t& out) {
+  if (__builtin_mul_overflow(l.size, static_cast<std::int64_t>(count), &out)) [[unlikely]] {
+    return count_error(std::string(what) + " " + std::to_string(count) + " x type size overflows");
+  }
+  return {};
+}
+
+// Bytes [lo, hi) relative to the window start (or absolute, for dynamic
+// windows) that `count` x `type` at `disp` touch must lie inside the target's
+// window; the result is where the planner's displacement 0 is.
+Status resolve_target(rma_win_s* win, const char* call, int target, rma_Aint disp, int count,
+                      const TypeLayout& tl, rma_Datatype ttype, Target& out);
+
+Status read_remote_table(rma_win_s* win, int target);
+
+}  // namespace
+
+Status transport_error(rma_win_s* win, const char* call, int target, StatusCode code) {
+  Endpoint& ep = win->ctx->eps().endpoint(target);
+  std::string what;
+  if (ep.broken()) {
+    what = "the connection to rank " + std::to_string(target) + " failed: " +
+           endpoint::describe_error(ep.error(), ep.vendor_err());
+  } else if (code == StatusCode::kTimeout) {
+    what = "rank " + std::to_string(target) + " did not complete within " +
+           std::to_string(win->ctx->eps().options().timeout.count()) +
+           " ms (RMA_WAIT_TIMEOUT_MS)";
+  } else if (ep.last_reject() != nullptr) {
+    what = std::string("the provider rejected a work request to rank ") + std::to_string(target) +
+           ": " + ep.last_reject();
+  } else {
+    what = "posting to rank " + std::to_string(target) + " failed (" +
+           std::string(status_code_name(code)) + ")";
+  }
+  (void)call;
+  return class_error(RMA_ERR_OTHER, what);
+}
+
+namespace {
+
+Status read_remote_table(rma_win_s* win, int target) {
+  Context& ctx = *win->ctx;
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  const std::size_t words = 2 + 3 * kMaxAttach;
+  RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(words * 8));
+  Endpoint& ep = ctx.eps().endpoint(target);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    endpoint::Request r;
+    // The table, then its version word again: equal and even = consistent.
+    Sge table{reinterpret_cast<std::uint64_t>(s.a), static_cast<std::uint32_t>(words * 8), s.lkey};
+    Sge again{reinterpret_cast<std::uint64_t>(s.b), 8, s.lkey};
+    WorkRequest wr;
+    wr.opcode = Opcode::kRdmaRead;
+    wr.sgl = {&table, 1};
+    wr.remote_addr = p.meta + win->table_word() * 8;
+    wr.rkey = p.meta_rkey;
+    StatusCode rc = ep.post(wr, OnComplete{&r, {}, nullptr, 0});
+    if (rc == StatusCode::kOk) {
+      wr.sgl = {&again, 1};
+      rc = ep.post(wr, OnComplete{&r, {}, nullptr, 0});
+    }
+    if (rc == StatusCode::kOk) rc = ctx.eps().wait(r);
+    if (rc != StatusCode::kOk || r.failed()) return transport_error(win, "reading the attachment table", target, rc);
+    std::uint64_t t[2 + 3 * kMaxAttach];
+    std::memcpy(t, s.a, sizeof(t));
+    std::uint64_t v2 = 0;
+    std::memcpy(&v2, s.b, 8);
+    if ((t[0] & 1) != 0 || t[0] != v2) {
+      std::this_thread::yield();
+      continue;
+    }
+    auto& out = win->remote_tables[static_cast<std::size_t>(target)];
+    out.clear();
+    const std::uint64_t n = std::min<std::uint64_t>(t[1], kMaxAttach);
+    for (std::uint64_t i = 0; i < n; ++i) out.push_back({t[2 + 3 * i], t[3 + 3 * i], t[4 + 3 * i]});
+    return {};
+  }
+  return class_error(RMA_ERR_OTHER, "the attachment table of rank " + std::to_string(target) +
+                                        " kept changing while being read");
+}
+
+Status resolve_target(rma_win_s* win, const char* call, int target, rma_Aint disp, int count,
+                      const TypeLayout& tl, rma_Datatype ttype, Target& out) {
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  const Footprint fp = footprint(tl, count);
+  const bool dynamic = win->flavor == RMA_WIN_FLAVOR_DYNAMIC;
+  std::int64_t off = 0;
+  if (!dynamic && __builtin_mul_overflow(static_cast<std::int64_t>(disp),
+                                         static_cast<std::int64_t>(p.disp_unit), &off)) {
+    return class_error(RMA_ERR_RMA_RANGE, "target_disp " + std::to_string(disp) + " x disp_unit " +
+                                              std::to_string(p.disp_unit) + " overflows");
+  }
+  if (dynamic) off = static_cast<std::int64_t>(disp);
+  std::int64_t lo = 0, hi = 0;
+  if (__builtin_add_overflow(off, fp.lo, &lo) || __builtin_add_overflow(off, fp.hi, &hi)) {
+    return class_error(RMA_ERR_RMA_RANGE, "target_disp " + std::to_string(disp) + " overflows with the datatype's extent");
+  }
+  auto describe = [&]() {
+    return std::string(call) + " to rank " + std::to_string(target) + ": target range [" +
+           std::to_string(lo) + ", " + std::to_string(hi) + ") (target_disp " +
+           std::to_string(disp) + (dynamic ? "" : " x disp_unit " + std::to_string(p.disp_unit)) +
+           ", " + std::to_string(count) + " x " + type_name(ttype) + ")";
+  };
+  if (!dynamic) {
+    if (lo < 0 || static_cast<std::uint64_t>(hi) > p.size) {
+      return class_error(RMA_ERR_RMA_RANGE, describe() + " is outside the window of rank " +
+                                                std::to_string(target) + ", which is " +
+                                                std::to_string(p.size) + " bytes");
+    }
+    out.base = p.base + static_cast<std::uint64_t>(off);
+    out.rkey = p.rkey;
+    return {};
+  }
+  const auto ulo = static_cast<std::uint64_t>(lo), uhi = static_cast<std::uint64_t>(hi);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Attachment& a : win->remote_tables[static_cast<std::size_t>(target)]) {
+      if (lo >= 0 && ulo >= a.addr && uhi <= a.addr + a.len) {
+        out.base = static_cast<std::uint64_t>(off);
+        out.rkey = static_cast<std::uint32_t>(a.rkey);
+        return {};
+      }
+    }
+    if (pass == 0) RMA_RETURN_IF_ERROR(read_remote_table(win, target));
+  }
+  return class_error(RMA_ERR_RMA_RANGE,
+                     describe() + " is not inside memory attached to the dynamic window at rank " +
+                         std::to_string(target) + " (" +
+                         std::to_string(win->remote_tables[static_cast<std::size_t>(target)].size()) +
+                         " attachments)");
+}
+
+// Posts the transfer described by a planner: RDMA WRITE or READ work
+// requests; the last one carries `last` (request, registration).
+Status post_planned(rma_win_s* win, const char* call, int target, Endpoint& ep,
+                    TransferPlanner& planner, Opcode opcode, std::uint32_t rkey,
+                    OnComplete&& last) {
+  Sge sges[kMaxSgeArray];
+  const std::span<Sge> span(sges, std::min(ep.max_sge(), kMaxSgeArray));
+  TargetRange tr;
+  while (planner.next(span, tr)) {
+    WorkRequest wr;
+    wr.opcode = opcode;
+    wr.flags = 0;
+    wr.sgl = {sges, tr.num_sge};
+    wr.remote_addr = tr.addr;
+    wr.rkey = rkey;
+    const bool is_last = planner.planned_bytes() == planner.total_bytes();
+    // The operation's last request is signaled: flush waits for it.
+    const StatusCode rc = ep.post(wr, is_last ? std::move(last) : OnComplete{}, is_last);
+    if (rc != StatusCode::kOk) return transport_error(win, call, target, rc);
+  }
+  if (planner.state() == TransferPlanner::State::kLkeyFailed) {
+    return class_error(RMA_ERR_INTERN, std::string(call) + ": no registration covers origin address " +
+                                           std::to_string(planner.failed_addr()));
+  }
+  return {};
+}
+
+struct Transfer {
+  const TypeLayout* ol = nullptr;
+  const TypeLayout* tl = nullptr;
+  std::int64_t bytes = 0;
+  Target t;
+};
+
+Status check_transfer(rma_win_s* win, const char* call, const void* origin, const OpArgs& a,
+                      Transfer& x) {
+  RMA_RETURN_IF_ERROR(check_rank(win, a.target));
+  RMA_RETURN_IF_ERROR(check_count(a.origin_count, "origin_count"));
+  RMA_RETURN_IF_ERROR(check_count(a.target_count, "target_count"));
+  RMA_RETURN_IF_ERROR(layout_of_committed(a.origin_type, "origin_datatype", x.ol));
+  RMA_RETURN_IF_ERROR(layout_of_committed(a.target_type, "target_datatype", x.tl));
+  RMA_RETURN_IF_ERROR(bytes_of(*x.ol, a.origin_count, "origin_count", x.bytes));
+  std::int64_t tb = 0;
+  RMA_RETURN_IF_ERROR(bytes_of(*x.tl, a.target_count, "target_count", tb));
+  if (x.bytes != tb) {
+    return type_error("origin and target type signatures differ: the origin gives " +
+                      std::to_string(x.bytes) + " bytes (" + std::to_string(a.origin_count) +
+                      " x " + type_name(a.origin_type) + "), the target takes " +
+                      std::to_string(tb) + " (" + std::to_string(a.target_count) + " x " +
+                      type_name(a.target_type) + ")");
+  }
+  if (x.bytes == 0) return {};
+  if (origin == nullptr && x.ol->true_lb >= 0) {
+    return buffer_error("origin_addr is null but the call moves " + std::to_string(x.bytes) + " bytes");
+  }
+  return resolve_target(win, call, a.target, a.target_disp, a.target_count, *x.tl, a.target_type, x.t);
+}
+
+Result<RegistrationCache::Handle> register_buffer(rma_win_s* win, const void* addr,
+                                                  const TypeLayout& l, int count, Access access,
+                                                  OneRegistration& reg) {
+  const Footprint fp = footprint(l, count);
+  const auto* p = static_cast<const std::byte*>(addr) + fp.lo;
+  auto h = win->ctx->eps().rcache().acquire(p, static_cast<std::size_t>(fp.hi - fp.lo), access);
+  if (!h.ok()) return buffer_error("cannot register the origin buffer: " + h.status().message());
+  reg.begin = h->mr().addr();
+  reg.end = reg.begin + h->mr().length();
+  reg.lkey = h->lkey();
+  return std::move(h).value();
+}
+
+}  // namespace
+
+Status put(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request* req) {
+  if (a.target == RMA_PROC_NULL) return {};
+  Transfer x;
+  RMA_RETURN_IF_ERROR(check_transfer(win, call, a.origin, a, x));
+  if (x.bytes == 0) return {};
+  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  if (static_cast<std::uint64_t>(x.bytes) <= ep.max_inline() && x.ol->is_dense() && x.tl->is_dense()) {
+    // Small and contiguous: the payload travels in the work request, so the
+    // origin buffer is free again on return and needs no registration.
+    Sge s{reinterpret_cast<std::uint64_t>(a.origin), static_cast<std::uint32_t>(x.bytes), 0};
+    WorkRequest wr;
+    wr.opcode = Opcode::kRdmaWrite;
+    wr.flags = kWrInline;
+    wr.sgl = {&s, 1};
+    wr.remote_addr = x.t.base;
+    wr.rkey = x.t.rkey;
+    const StatusCode rc = ep.post(wr, OnComplete{req, {}, nullptr, 0}, true);
+    if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
+    return {};
+  }
+  OneRegistration reg;
+  RMA_ASSIGN_OR_RETURN(RegistrationCache::Handle h,
+                       register_buffer(win, a.origin, *x.ol, a.origin_count, Access::kNone, reg));
+  RMA_ASSIGN_OR_RETURN(
+      TransferPlanner planner,
+      TransferPlanner::create(Buffer{reinterpret_cast<std::uint64_t>(a.origin), a.origin_count, x.ol},
+                              Buffer{x.t.base, a.target_count, x.tl},
+                              PlanLimits::from_caps(win->ctx->eps().caps()),
+                              LkeyLookup{lookup_one, &reg}));
+  return post_planned(win, call, a.target, ep, planner, Opcode::kRdmaWrite, x.t.rkey,
+                      OnComplete{req, std::move(h), nullptr, 0});
+}
+
+Status get(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request* req) {
+  if (a.target == RMA_PROC_NULL) return {};
+  Transfer x;
+  RMA_RETURN_IF_ERROR(check_transfer(win, call, a.result, a, x));
+  if (x.bytes == 0) return {};
+  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  if (static_cast<std::uint64_t>(x.bytes) <= ep.bounce_bytes() && x.ol->is_dense() && x.tl->is_dense()) {
+    // Small and contiguous: read into the slot's registered bounce area and
+    // copy out when the completion is polled (no registration lookup).
+    const StatusCode r0 = ep.reserve(true);
+    if (r0 != StatusCode::kOk) return transport_error(win, call, a.target, r0);
+    const Sge s = ep.bounce(static_cast<std::uint32_t>(x.bytes));
+    WorkRequest wr;
+    wr.opcode = Opcode::kRdmaRead;
+    wr.sgl = {&s, 1};
+    wr.remote_addr = x.t.base;
+    wr.rkey = x.t.rkey;
+    const StatusCode rc =
+        ep.post(wr, OnComplete{req, {}, a.result, static_cast<std::uint32_t>(x.bytes)});
+    if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
+    return {};
+  }
+  OneRegistration reg;
+  RMA_ASSIGN_OR_RETURN(RegistrationCache::Handle h,
+                       register_buffer(win, a.result, *x.ol, a.origin_count, Access::kLocalWrite, reg));
+  RMA_ASSIGN_OR_RETURN(
+      TransferPlanner planner,
+      TransferPlanner::create(Buffer{reinterpret_cast<std::uint64_t>(a.result), a.origin_count, x.ol},
+                              Buffer{x.t.base, a.target_count, x.tl},
+                              PlanLimits::from_caps(win->ctx->eps().caps()),
+                              LkeyLookup{lookup_one, &reg}));
+  return post_planned(win, call, a.target, ep, planner, Opcode::kRdmaRead, x.t.rkey,
+                      OnComplete{req, std::move(h), nullptr, 0});
+}
+
+Result<std::uint64_t> meta_atomic(rma_win_s* win, int target, std::uint64_t word, Opcode op,
+                                  std::uint64_t compare_add, std::uint64_t swap) {
+  endpoint::EndpointManager& eps = win->ctx->eps();
+  Endpoint& ep = eps.endpoint(target);
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  endpoint::Request r;
+  std::uint64_t value = 0;
+  StatusCode rc = ep.reserve(true);
+  if (rc == StatusCode::kOk) {
+    const Sge s = ep.bounce(8);
+    WorkRequest wr;
+    wr.opcode = op;
+    wr.sgl = {&s, 1};
+    wr.remote_addr = p.meta + word * 8;
+    wr.rkey = p.meta_rkey;
+    wr.compare_add = compare_add;
+    wr.swap = swap;
+    rc = ep.post(wr, OnComplete{&r, {}, &value, 8});
+  }
+  if (rc == StatusCode::kOk) rc = eps.wait(r);
+  if (rc != StatusCode::kOk || r.failed()) {
+    return transport_error(win, "a synchronization atomic", target, rc);
+  }
+  return value;
+}
+
+namespace {
+
+// Holds the accumulate lock of one target while alive.
+class AccLock {
+ public:
+  AccLock(rma_win_s* win, int target) : win_(win), target_(target) {}
+  AccLock(const AccLock&) = delete;
+  AccLock& operator=(const AccLock&) = delete;
+  Status acquire(const char* call) {
+    const std::uint64_t me = static_cast<std::uint64_t>(win_->ctx->rank()) + 1;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint32_t spin = 0;; ++spin) {
+      RMA_ASSIGN_OR_RETURN(std::uint64_t old,
+                           meta_atomic(win_, target_, 1, Opcode::kAtomicCmpSwap, 0, me));
+      if (old == 0) break;
+      if (win_->ctx->eps().expired(start)) {
+        return class_error(RMA_ERR_OTHER, std::string(call) + ": the accumulate lock of rank " +
+                                              std::to_string(target_) + " stayed held by rank " +
+                                              std::to_string(old - 1) + " past RMA_WAIT_TIMEOUT_MS");
+      }
+      if (spin > 4) std::this_thread::yield();
+    }
+    held_ = true;
+    return {};
+  }
+  Status release() {
+    if (!held_) return {};
+    held_ = false;
+    const std::uint64_t me = static_cast<std::uint64_t>(win_->ctx->rank()) + 1;
+    // Ordered after this origin's READs and WRITEs on the same QP.
+    return meta_atomic(win_, target_, 1, Opcode::kAtomicFetchAdd, ~me + 1, 0).status();
+  }
+  ~AccLock() { (void)release(); }
+
+ private:
+  rma_win_s* win_;
+  int target_;
+  bool held_ = false;
+};
+
+const TypeLayout& byte_layout() { return rma_dt_byte_.layout; }
+
+// READ `bytes` of the target buffer (tcount x tl at t) into scratch `dst`,
+// or WRITE them from `dst` back; waits for completion.
+Status move_scratch(rma_win_s* win, const char* call, int target, const Context::Scratch& s,
+                    std::byte* dst, std::int64_t bytes, const Target& t, int tcount,
+                    const TypeLayout& tl, Opcode opcode) {
+  Endpoint& ep = win->ctx->eps().endpoint(target);
+  OneRegistration reg{s.begin, s.end, s.lkey};
+  RMA_ASSIGN_OR_RETURN(
+      TransferPlanner planner,
+      TransferPlanner::create(Buffer{reinterpret_cast<std::uint64_t>(dst), bytes, &byte_layout()},
+                              Buffer{t.base, tcount, &tl},
+                              PlanLimits::from_caps(win->ctx->eps().caps()),
+                              LkeyLookup{lookup_one, &reg}));
+  endpoint::Request r;
+  RMA_RETURN_IF_ERROR(post_planned(win, call, target, ep, planner, opcode, t.rkey,
+                                   OnComplete{&r, {}, nullptr, 0}));
+  const StatusCode rc = win->ctx->eps().wait(r);
+  if (rc != StatusCode::kOk || r.failed()) return transport_error(win, call, target, rc);
+  return {};
+}
+
+// Element addresses of `count` x `type` at `base`, one 8-byte element at a
+// time (every block of an 8-byte element type is whole elements).
+class ElementWalker {
+ public:
+  ElementWalker(const TypeLayout& type, int count, std::uint64_t base)
+      : cursor_(type, count), base_(base) {}
+  bool next(std::uint64_t& addr) noexcept {
+    if (left_ == 0) {
+      Block b;
+      if (!cursor_.next(b)) return false;
+      at_ = base_ + static_cast<std::uint64_t>(b.offset);
+      left_ = static_cast<std::uint64_t>(b.length);
+    }
+    addr = at_;
+    at_ += 8;
+    left_ = left_ >= 8 ? left_ - 8 : 0;
+    return true;
+  }
+
+ private:
+  BlockCursor cursor_;
+  std::uint64_t base_;
+  std::uint64_t at_ = 0, left_ = 0;
+};
+
+bool all_aligned(const TypeLayout& tl, int count, std::uint64_t base) {
+  BlockCursor c(tl, count);
+  Block b;
+  while (c.next(b)) {
+    if (((base + static_cast<std::uint64_t>(b.offset)) & 7u) != 0 || (b.length & 7) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
+                  endpoint::Request* req) {
+  if (a.target == RMA_PROC_NULL) return {};
+  RMA_RETURN_IF_ERROR(check_rank(win, a.target));
+  const auto opv = reinterpret_cast<std::intptr_t>(a.op);
+  if (opv < 1 || opv > kOpCount) {
+    return class_error(RMA_ERR_OP, a.op == RMA_OP_NULL ? std::string("op is RMA_OP_NULL")
+                                                       : "op is not a predefined operation");
+  }
+  const auto op = static_cast<OpKind>(opv);
+  if (op == OpKind::kNoOp && !fetch) {
+    return class_error(RMA_ERR_OP, "RMA_NO_OP is only for rma_get_accumulate, rma_rget_accumulate "
+                                   "and rma_fetch_and_op");
+  }
+  RMA_RETURN_IF_ERROR(check_count(a.target_count, "target_count"));
+  const TypeLayout* tl = nullptr;
+  RMA_RETURN_IF_ERROR(layout_of_committed(a.target_type, "target_datatype", tl));
+  const rma_datatype_s* elem = element_of(a.target_type);
+  if (elem == nullptr) {
+    return type_error("target_datatype mixes predefined types; accumulate needs one built from a "
+                      "single predefined type");
+  }
+  std::int64_t bytes = 0;
+  RMA_RETURN_IF_ERROR(bytes_of(*tl, a.target_count, "target_count", bytes));
+  const TypeLayout* ol = nullptr;
+  if (op != OpKind::kNoOp) {
+    RMA_RETURN_IF_ERROR(check_count(a.origin_count, "origin_count"));
+    RMA_RETURN_IF_ERROR(layout_of_committed(a.origin_type, "origin_datatype", ol));
+    if (element_of(a.origin_type) != elem) {
+      return type_error("origin_datatype is made of " + type_name(element_of(a.origin_type)) +
+                        " but target_datatype of " + type_name(elem));
+    }
+    std::int64_t ob = 0;
+    RMA_RETURN_IF_ERROR(bytes_of(*ol, a.origin_count, "origin_count", ob));
+    if (ob != bytes) {
+      return type_error("origin gives " + std::to_string(ob) + " bytes but the target range holds " +
+                        std::to_string(bytes));
+    }
+    if (a.origin == nullptr && bytes > 0 && ol->true_lb >= 0) return buffer_error("origin_addr is null");
+  }
+  const TypeLayout* rl = nullptr;
+  if (fetch) {
+    RMA_RETURN_IF_ERROR(check_count(a.result_count, "result_count"));
+    RMA_RETURN_IF_ERROR(layout_of_committed(a.result_type, "result_datatype", rl));
+    if (element_of(a.result_type) != elem) {
+      return type_error("result_datatype is made of " + type_name(element_of(a.result_type)) +
+                        " but target_datatype of " + type_name(elem));
+    }
+    std::int64_t rb = 0;
+    RMA_RETURN_IF_ERROR(bytes_of(*rl, a.result_count, "result_count", rb));
+    if (rb != bytes) {
+      return type_error("result holds " + std::to_string(rb) + " bytes but the target range " +
+                        std::to_string(bytes));
+    }
+    if (a.result == nullptr && bytes > 0 && rl->true_lb >= 0) return buffer_error("result_addr is null");
+  }
+  if (!op_defined(op, elem)) {
+    return class_error(RMA_ERR_OP, std::string(op_name(op)) + " is not defined for " +
+                                       type_name(elem) + " (" +
+                                       type_class_name(type_class(elem)) + ")");
+  }
+  Target t;
+  if (bytes == 0) return {};
+  RMA_RETURN_IF_ERROR(resolve_target(win, call, a.target, a.target_disp, a.target_count, *tl,
+                                     a.target_type, t));
+  Context& ctx = *win->ctx;
+  const std::int64_t nelem = bytes / elem->layout.size;
+
+  const bool dense_target = tl->is_dense();
+  if (is_int64_like(elem) && (op == OpKind::kSum || op == OpKind::kNoOp) &&
+      (dense_target ? (t.base & 7u) == 0 : all_aligned(*tl, a.target_count, t.base))) {
+    // One NIC fetch-add per element; results land in the bounce slot and
+    // are copied to the result buffer when each completes.
+    const std::byte* values = nullptr;
+    if (op == OpKind::kSum) {
+      if (ol->is_dense()) {
+        values = static_cast<const std::byte*>(a.origin);
+      } else {
+        RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(static_cast<std::size_t>(bytes)));
+        RMA_RETURN_IF_ERROR(pack(a.origin, a.origin_count, *ol,
+                                 {s.b, static_cast<std::size_t>(bytes)}).status());
+        values = s.b;
+      }
+    }
+    Endpoint& ep = ctx.eps().endpoint(a.target);
+    // Dense buffers (the common case) are addressed directly; others walked.
+    const bool dense_result = fetch && rl->is_dense();
+    std::optional<ElementWalker> tw, rw;
+    if (!dense_target) tw.emplace(*tl, a.target_count, t.base);
+    if (fetch && !dense_result) rw.emplace(*rl, a.result_count, reinterpret_cast<std::uint64_t>(a.result));
+    for (std::int64_t i = 0; i < nelem; ++i) {
+      std::uint64_t taddr = t.base + 8 * static_cast<std::uint64_t>(i);
+      if (tw && !tw->next(taddr)) break;
+      std::uint64_t add = 0;
+      if (values != nullptr) std::memcpy(&add, values + 8 * i, 8);
+      std::uint64_t raddr = reinterpret_cast<std::uint64_t>(a.result) + 8 * static_cast<std::uint64_t>(i);
+      if (rw) (void)rw->next(raddr);
+      StatusCode rc = ep.reserve(true);
+      if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
+      const Sge s = ep.bounce(8);
+      WorkRequest wr;
+      wr.opcode = Opcode::kAtomicFetchAdd;
+      wr.sgl = {&s, 1};
+      wr.remote_addr = taddr;
+      wr.rkey = t.rkey;
+      wr.compare_add = add;
+      rc = ep.post(wr, OnComplete{req, {}, fetch ? reinterpret_cast<void*>(raddr) : nullptr,
+                                  fetch ? 8u : 0u});
+      if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
+    }
+    return {};
+  }
+
+  // get -> compute -> put under the target's accumulate lock.
+  AccLock lock(win, a.target);
+  RMA_RETURN_IF_ERROR(lock.acquire(call));
+  RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(static_cast<std::size_t>(bytes)));
+  RMA_RETURN_IF_ERROR(move_scratch(win, call, a.target, s, s.a, bytes, t, a.target_count, *tl,
+                                   Opcode::kRdmaRead));
+  if (fetch) {
+    RMA_RETURN_IF_ERROR(unpack({s.a, static_cast<std::size_t>(bytes)}, a.result, a.result_count, *rl).status());
+  }
+  if (op != OpKind::kNoOp) {
+    RMA_RETURN_IF_ERROR(pack(a.origin, a.origin_count, *ol, {s.b, static_cast<std::size_t>(bytes)}).status());
+    apply_op(op, elem, s.a, s.b, static_cast<std::size_t>(nelem));
+    RMA_RETURN_IF_ERROR(move_scratch(win, call, a.target, s, s.a, bytes, t, a.target_count, *tl,
+                                     Opcode::kRdmaWrite));
+  }
+  return lock.release();
+}
+
+Status compare_and_swap(rma_win_s* win, const char* call, const OpArgs& a,
+                        endpoint::Request* req) {
+  if (a.target == RMA_PROC_NULL) return {};
+  RMA_RETURN_IF_ERROR(check_rank(win, a.target));
+  RMA_ASSIGN_OR_RETURN(const TypeLayout* tl, committed_layout(a.target_type, "datatype"));
+  if (!a.target_type->predefined) {
+    return type_error("compare_and_swap needs a predefined datatype, not a derived one");
+  }
+  const TypeClass cls = type_class(a.target_type);
+  if (cls != TypeClass::kCInteger && cls != TypeClass::kLogical && cls != TypeClass::kByte) {
+    return type_error(type_name(a.target_type) + " (" + type_class_name(cls) +
+                      ") is not an integer, logical or byte type, as compare_and_swap requires");
+  }
+  if (a.origin == nullptr) return buffer_error("origin_addr is null");
+  if (a.compare == nullptr) return buffer_error("compare_addr is null");
+  if (a.result == nullptr) return buffer_error("result_addr is null");
+  Target t;
+  RMA_RETURN_IF_ERROR(resolve_target(win, call, a.target, a.target_disp, 1, *tl, a.target_type, t));
+  const auto size = static_cast<std::size_t>(tl->size);
+  Context& ctx = *win->ctx;
+  if (size == 8 && (t.base & 7u) == 0) {
+    Endpoint& ep = ctx.eps().endpoint(a.target);
+    StatusCode rc = ep.reserve(true);
+    if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
+    const Sge s = ep.bounce(8);
+    WorkRequest wr;
+    wr.opcode = Opcode::kAtomicCmpSwap;
+    wr.sgl = {&s, 1};
+    wr.remote_addr = t.base;
+    wr.rkey = t.rkey;
+    std::memcpy(&wr.compare_add, a.compare, 8);
+    std::memcpy(&wr.swap, a.origin, 8);
+    rc = ep.post(wr, OnComplete{req, {}, a.result, 8});
+    if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
+    return {};
+  }
+  AccLock lock(win, a.target);
+  RMA_RETURN_IF_ERROR(lock.acquire(call));
+  RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(size));
+  const auto bytes = static_cast<std::int64_t>(size);
+  RMA_RETURN_IF_ERROR(move_scratch(win, call, a.target, s, s.a, bytes, t, 1, *tl, Opcode::kRdmaRead));
+  std::memcpy(a.result, s.a, size);
+  if (std::memcmp(s.a, a.compare, size) == 0) {
+    std::memcpy(s.a, a.origin, size);
+    RMA_RETURN_IF_ERROR(move_scratch(win, call, a.target, s, s.a, bytes, t, 1, *tl, Opcode::kRdmaWrite));
+  }
+  return lock.release();
+}
+
+// ---------------------------------------------------------------- fast paths
+//
+// The common small operations on predefined (or dense) types, checked with
+// plain comparisons and posted directly. Anything unusual — an error, a
+// derived type, a dynamic window, a size past the inline/bounce limit —
+// returns false without posting and the caller takes the checked path, which
+// handles it (and reports errors with messages).
+namespace {
+
+bool fast_type(rma_Datatype t) noexcept {
+  return t != nullptr && t->magic == rma_datatype_s::kMagic && t->committed && t->layout.is_dense();
+}
+
+bool fast_target(rma_win_s* win, int target, rma_Aint disp, std::uint64_t bytes, Target& t) noexcept {
+  if (static_cast<std::size_t>(target) >= win->peers.size() || win->flavor == RMA_WIN_FLAVOR_DYNAMIC ||
+      !win->may_access(target)) {
+    return false;
+  }
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  std::uint64_t off = 0;
+  if (disp < 0 || __builtin_mul_overflow(static_cast<std::uint64_t>(disp),
+                                         static_cast<std::uint64_t>(p.disp_unit), &off)) {
+    return false;
+  }
+  if (off > p.size || bytes > p.size - off) return false;
+  t.base = p.base + off;
+  t.rkey = p.rkey;
+  return true;
+}
+
+bool fast_bytes(const FastArgs& a, std::uint64_t& bytes) noexcept {
+  if (a.origin_count <= 0 || a.target_count <= 0 || !fast_type(a.origin_type) || !fast_type(a.target_type)) {
+    return false;
+  }
+  std::uint64_t tb = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(a.origin_count),
+                             static_cast<std::uint64_t>(a.origin_type->layout.size), &bytes) ||
+      __builtin_mul_overflow(static_cast<std::uint64_t>(a.target_count),
+                             static_cast<std::uint64_t>(a.target_type->layout.size), &tb)) {
+    return false;
+  }
+  return bytes == tb && bytes > 0;
+}
+
+}  // namespace
+
+bool put_fast(rma_win_s* win, const FastArgs& a) noexcept {
+  std::uint64_t bytes = 0;
+  Target t;
+  if (a.origin == nullptr || !fast_bytes(a, bytes)) return false;
+  if (static_cast<std::size_t>(a.target) >= win->peers.size()) return false;  // before indexing
+  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  if (bytes > ep.max_inline() || !fast_target(win, a.target, a.target_disp, bytes, t)) return false;
+  Sge s{reinterpret_cast<std::uint64_t>(a.origin), static_cast<std::uint32_t>(bytes), 0};
+  WorkRequest wr;
+  wr.opcode = Opcode::kRdmaWrite;
+  wr.flags = kWrInline;
+  wr.sgl = {&s, 1};
+  wr.remote_addr = t.base;
+  wr.rkey = t.rkey;
+  return ep.post(wr, OnComplete{}, true) == StatusCode::kOk;
+}
+
+bool get_fast(rma_win_s* win, const FastArgs& a) noexcept {
+  std::uint64_t bytes = 0;
+  Target t;
+  if (a.origin == nullptr || !fast_bytes(a, bytes)) return false;
+  if (static_cast<std::size_t>(a.target) >= win->peers.size()) return false;  // before indexing
+  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  if (bytes > ep.bounce_bytes() || !fast_target(win, a.target, a.target_disp, bytes, t)) return false;
+  if (ep.reserve(true) != StatusCode::kOk) return false;
+  const Sge s = ep.bounce(static_cast<std::uint32_t>(bytes));
+  WorkRequest wr;
+  wr.opcode = Opcode::kRdmaRead;
+  wr.sgl = {&s, 1};
+  wr.remote_addr = t.base;
+  wr.rkey = t.rkey;
+  return ep.post(wr, OnComplete{nullptr, {}, const_cast<void*>(a.origin), static_cast<std::uint32_t>(bytes)}) == StatusCode::kOk;
+}
+
+bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result_v, rma_Op op) noexcept {
+  void* result = const_cast<void*>(result_v);
+  const auto opv = reinterpret_cast<std::intptr_t>(op);
+  const bool sum = opv == static_cast<std::intptr_t>(OpKind::kSum);
+  const bool noop = opv == static_cast<std::intptr_t>(OpKind::kNoOp);
+  Target t;
+  if ((!sum && !noop) || result == nullptr || (sum && a.origin == nullptr) ||
+      a.target_type == nullptr || a.target_type->magic != rma_datatype_s::kMagic ||
+      !a.target_type->predefined || !is_int64_like(a.target_type) ||
+      !fast_target(win, a.target, a.target_disp, 8, t) || (t.base & 7u) != 0) {
+    return false;
+  }
+  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  if (ep.reserve(true) != StatusCode::kOk) return false;
+  const Sge s = ep.bounce(8);
+  WorkRequest wr;
+  wr.opcode = Opcode::kAtomicFetchAdd;
+  wr.sgl = {&s, 1};
+  wr.remote_addr = t.base;
+  wr.rkey = t.rkey;
+  if (sum) std::memcpy(&wr.compare_add, a.origin, 8);
+  return ep.post(wr, OnComplete{nullptr, {}, result, 8}) == StatusCode::kOk;
+}
+
+}  // namespace rma::api

@@ -1,0 +1,320 @@
+// Epochs (MPI 4.x 12.5): fence, passive-target lock/unlock/lock_all and
+// flushes, post/start/complete/wait.
+//
+// Passive target: the lock word of the target's metadata region is changed
+// only by NIC atomics (the target's own rank too, through its loopback QP):
+// shared = FETCH_ADD +1, backed out when the writer bit was set; exclusive =
+// CMP_SWAP 0 -> writer bit | (rank + 1) << 32. Unlock flushes first, so all
+// of the epoch's operations are complete at the target before the lock goes.
+// Readers can keep a writer waiting (no fairness); waits end at
+// RMA_WAIT_TIMEOUT_MS.
+//
+// Active target: fence = flush everything + barrier. PSCW uses counters in
+// the metadata region: post adds 1 to each origin's "posted by me" word,
+// start waits until the words of its targets reached the epoch number,
+// complete flushes and adds 1 to each target's "completed by me" word, wait
+// waits for those.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "datatype/errors.hpp"
+#include "window/window.hpp"
+
+namespace rma::api {
+namespace {
+
+constexpr int kValidAsserts =
+    RMA_MODE_NOCHECK | RMA_MODE_NOSTORE | RMA_MODE_NOPUT | RMA_MODE_NOPRECEDE | RMA_MODE_NOSUCCEED;
+
+Status check_assert(int assert_, int allowed, const char* call) {
+  if ((assert_ & ~allowed) != 0) {
+    return class_error(RMA_ERR_ASSERT, "assert " + std::to_string(assert_) + " has bits " +
+                                           std::to_string(assert_ & ~allowed) +
+                                           " that are not valid for " + call);
+  }
+  return {};
+}
+
+Status check_target(rma_win_s* win, int target) {
+  const int n = static_cast<int>(win->peers.size());
+  if (target < 0 || target >= n) {
+    return class_error(RMA_ERR_RANK, "rank " + std::to_string(target) +
+                                         " is not in the window's group (size " + std::to_string(n) + ")");
+  }
+  return {};
+}
+
+Status check_group(rma_win_s* win, rma_group_s* g) {
+  if (g == nullptr) return class_error(RMA_ERR_GROUP, "group is RMA_GROUP_NULL");
+  if (g->magic != rma_group_s::kMagic) return class_error(RMA_ERR_GROUP, "the handle is not a group");
+  for (int r : g->ranks) RMA_RETURN_IF_ERROR(check_target(win, r));
+  return {};
+}
+
+std::uint64_t load(const std::uint64_t* w) noexcept { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
+
+// Waits until pred() holds, progressing the NIC; RMA_ERR_OTHER at the deadline.
+template <typename Pred>
+Status wait_until(rma_win_s* win, Pred pred, const std::string& what) {
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint32_t spin = 0; !pred(); ++spin) {
+    if (win->ctx->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
+    if ((spin & 63u) == 63u) {
+      if (win->ctx->eps().expired(start)) {
+        return class_error(RMA_ERR_OTHER, what + " did not happen within RMA_WAIT_TIMEOUT_MS (" +
+                                              std::to_string(win->ctx->eps().options().timeout.count()) +
+                                              " ms)");
+      }
+      std::this_thread::yield();
+    }
+  }
+  return {};
+}
+
+Status acquire_lock(rma_win_s* win, int target, bool exclusive, const char* call) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t me = static_cast<std::uint64_t>(win->ctx->rank()) + 1;
+  const std::uint64_t writer = kWriterBit | (me << 32);
+  for (std::uint32_t spin = 0;; ++spin) {
+    std::uint64_t seen = 0;
+    if (exclusive) {
+      RMA_ASSIGN_OR_RETURN(seen, meta_atomic(win, target, 0, Opcode::kAtomicCmpSwap, 0, writer));
+      if (seen == 0) return {};
+    } else {
+      RMA_ASSIGN_OR_RETURN(seen, meta_atomic(win, target, 0, Opcode::kAtomicFetchAdd, 1, 0));
+      if ((seen & kWriterBit) == 0) return {};
+      RMA_RETURN_IF_ERROR(meta_atomic(win, target, 0, Opcode::kAtomicFetchAdd, ~std::uint64_t{0}, 0).status());
+    }
+    if (win->ctx->eps().expired(start)) {
+      std::string holder = (seen & kWriterBit) != 0
+                               ? "held exclusively by rank " + std::to_string(((seen >> 32) & 0x7fffffffu) - 1)
+                               : "held shared by " + std::to_string(seen & 0xffffffffu) + " rank(s)";
+      return class_error(RMA_ERR_OTHER, std::string(call) + ": the lock of rank " +
+                                            std::to_string(target) + " was not granted within " +
+                                            "RMA_WAIT_TIMEOUT_MS (" + holder + ")");
+    }
+    if (spin > 4) std::this_thread::yield();
+  }
+}
+
+Status release_lock(rma_win_s* win, int target, bool exclusive) {
+  const std::uint64_t me = static_cast<std::uint64_t>(win->ctx->rank()) + 1;
+  const std::uint64_t v = exclusive ? (kWriterBit | (me << 32)) : 1;
+  return meta_atomic(win, target, 0, Opcode::kAtomicFetchAdd, ~v + 1, 0).status();
+}
+
+}  // namespace
+
+Status flush(rma_win_s* win, const char* call, int target) {
+  win->forget_remote_tables();
+  RMA_RETURN_IF_ERROR(check_target(win, target));
+  if (!win->lock_all && win->locks[static_cast<std::size_t>(target)] == 0) {
+    return class_error(RMA_ERR_RMA_SYNC, "no passive-target epoch to rank " + std::to_string(target) +
+                                             " is open (rma_win_lock or rma_win_lock_all)");
+  }
+  const StatusCode rc = win->ctx->eps().endpoint(target).flush();
+  if (rc != StatusCode::kOk) return transport_error(win, call, target, rc);
+  return {};
+}
+
+Status flush_all(rma_win_s* win, const char* call) {
+  win->forget_remote_tables();
+  const bool any = win->lock_all || std::any_of(win->locks.begin(), win->locks.end(),
+                                                [](std::uint8_t l) { return l != 0; });
+  if (!any) {
+    return class_error(RMA_ERR_RMA_SYNC, "no passive-target epoch is open (rma_win_lock or rma_win_lock_all)");
+  }
+  for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
+    const StatusCode rc = win->ctx->eps().endpoint(t).flush();
+    if (rc != StatusCode::kOk) return transport_error(win, call, t, rc);
+  }
+  return {};
+}
+
+Status fence(rma_win_s* win, int assert_) {
+  win->forget_remote_tables();
+  RMA_RETURN_IF_ERROR(check_assert(assert_, kValidAsserts, "rma_win_fence"));
+  if (win->lock_all || win->start_active || win->post_active ||
+      std::any_of(win->locks.begin(), win->locks.end(), [](std::uint8_t l) { return l != 0; })) {
+    return class_error(RMA_ERR_RMA_SYNC, "a lock, lock_all, start or post epoch is open on this window");
+  }
+  for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
+    const StatusCode rc = win->ctx->eps().endpoint(t).flush();
+    if (rc != StatusCode::kOk) return transport_error(win, "rma_win_fence", t, rc);
+  }
+  Status b = win->ctx->bootstrap().barrier();
+  if (!b.ok()) return class_error(RMA_ERR_OTHER, "the fence's barrier failed: " + b.message());
+  win->fence_open = (assert_ & RMA_MODE_NOSUCCEED) == 0;
+  return {};
+}
+
+Status lock(rma_win_s* win, int lock_type, int target, int assert_) {
+  win->forget_remote_tables();
+  if (lock_type != RMA_LOCK_SHARED && lock_type != RMA_LOCK_EXCLUSIVE) {
+    return class_error(RMA_ERR_LOCKTYPE, "lock_type " + std::to_string(lock_type) +
+                                             " is neither RMA_LOCK_SHARED nor RMA_LOCK_EXCLUSIVE");
+  }
+  RMA_RETURN_IF_ERROR(check_target(win, target));
+  RMA_RETURN_IF_ERROR(check_assert(assert_, RMA_MODE_NOCHECK, "rma_win_lock"));
+  if (win->lock_all || win->locks[static_cast<std::size_t>(target)] != 0) {
+    return class_error(RMA_ERR_RMA_SYNC, "rank " + std::to_string(target) + " is already locked by this rank");
+  }
+  if (win->start_active || win->post_active) {
+    return class_error(RMA_ERR_RMA_SYNC, "a start or post epoch is open on this window");
+  }
+  const bool exclusive = lock_type == RMA_LOCK_EXCLUSIVE;
+  if ((assert_ & RMA_MODE_NOCHECK) == 0) {
+    RMA_RETURN_IF_ERROR(acquire_lock(win, target, exclusive, "rma_win_lock"));
+  }
+  // A passive epoch replaces a fence epoch left open by a plain fence.
+  win->fence_open = false;
+  win->locks[static_cast<std::size_t>(target)] =
+      static_cast<std::uint8_t>((exclusive ? 2 : 1) | ((assert_ & RMA_MODE_NOCHECK) ? 4 : 0));
+  ++win->access_count[static_cast<std::size_t>(target)];
+  return {};
+}
+
+Status unlock(rma_win_s* win, int target) {
+  RMA_RETURN_IF_ERROR(check_target(win, target));
+  const std::uint8_t l = win->locks[static_cast<std::size_t>(target)];
+  if (l == 0) {
+    return class_error(RMA_ERR_RMA_SYNC, "rank " + std::to_string(target) + " is not locked by this rank");
+  }
+  const StatusCode rc = win->ctx->eps().endpoint(target).flush();
+  win->locks[static_cast<std::size_t>(target)] = 0;
+  --win->access_count[static_cast<std::size_t>(target)];
+  if (rc != StatusCode::kOk) return transport_error(win, "rma_win_unlock", target, rc);
+  if ((l & 4) == 0) RMA_RETURN_IF_ERROR(release_lock(win, target, (l & 3) == 2));
+  return {};
+}
+
+Status lock_all(rma_win_s* win, int assert_) {
+  win->forget_remote_tables();
+  RMA_RETURN_IF_ERROR(check_assert(assert_, RMA_MODE_NOCHECK, "rma_win_lock_all"));
+  if (win->lock_all || std::any_of(win->locks.begin(), win->locks.end(), [](std::uint8_t l) { return l != 0; })) {
+    return class_error(RMA_ERR_RMA_SYNC, "a lock or lock_all epoch is already open on this window");
+  }
+  if (win->start_active || win->post_active) {
+    return class_error(RMA_ERR_RMA_SYNC, "a start or post epoch is open on this window");
+  }
+  const int n = static_cast<int>(win->peers.size());
+  if ((assert_ & RMA_MODE_NOCHECK) == 0) {
+    for (int t = 0; t < n; ++t) {
+      Status s = acquire_lock(win, t, false, "rma_win_lock_all");
+      if (!s.ok()) {
+        for (int u = 0; u < t; ++u) (void)release_lock(win, u, false);
+        return s;
+      }
+    }
+  }
+  win->fence_open = false;
+  win->lock_all = true;
+  win->lock_all_nocheck = (assert_ & RMA_MODE_NOCHECK) != 0;
+  return {};
+}
+
+Status unlock_all(rma_win_s* win) {
+  if (!win->lock_all) return class_error(RMA_ERR_RMA_SYNC, "no lock_all epoch is open on this window");
+  const int n = static_cast<int>(win->peers.size());
+  win->lock_all = false;
+  Status first;
+  for (int t = 0; t < n; ++t) {
+    const StatusCode rc = win->ctx->eps().endpoint(t).flush();
+    if (rc != StatusCode::kOk && first.ok()) first = transport_error(win, "rma_win_unlock_all", t, rc);
+  }
+  if (!win->lock_all_nocheck) {
+    for (int t = 0; t < n; ++t) {
+      Status s = release_lock(win, t, false);
+      if (!s.ok() && first.ok()) first = s;
+    }
+  }
+  return first;
+}
+
+Status post(rma_win_s* win, rma_group_s* group, int assert_) {
+  RMA_RETURN_IF_ERROR(check_group(win, group));
+  RMA_RETURN_IF_ERROR(check_assert(assert_, RMA_MODE_NOCHECK | RMA_MODE_NOSTORE | RMA_MODE_NOPUT, "rma_win_post"));
+  if (win->post_active) return class_error(RMA_ERR_RMA_SYNC, "a post epoch is already open on this window");
+  const int me = win->ctx->rank();
+  for (int r : group->ranks) {
+    ++win->completes_expected[static_cast<std::size_t>(r)];
+    RMA_RETURN_IF_ERROR(meta_atomic(win, r, win->post_word(me), Opcode::kAtomicFetchAdd, 1, 0).status());
+  }
+  win->post_group = group->ranks;
+  win->post_active = true;
+  return {};
+}
+
+Status start(rma_win_s* win, rma_group_s* group, int assert_) {
+  win->forget_remote_tables();
+  RMA_RETURN_IF_ERROR(check_group(win, group));
+  RMA_RETURN_IF_ERROR(check_assert(assert_, RMA_MODE_NOCHECK, "rma_win_start"));
+  if (win->start_active) return class_error(RMA_ERR_RMA_SYNC, "a start epoch is already open on this window");
+  if (win->lock_all || std::any_of(win->locks.begin(), win->locks.end(), [](std::uint8_t l) { return l != 0; })) {
+    return class_error(RMA_ERR_RMA_SYNC, "a lock or lock_all epoch is open on this window");
+  }
+  for (int r : group->ranks) {
+    const std::uint64_t epoch = ++win->starts_with[static_cast<std::size_t>(r)];
+    const std::uint64_t* w = win->meta + win->post_word(r);
+    Status s = wait_until(win, [&] { return load(w) >= epoch; },
+                          "rma_win_start: the matching rma_win_post of rank " + std::to_string(r));
+    if (!s.ok()) {
+      --win->starts_with[static_cast<std::size_t>(r)];
+      return s;
+    }
+  }
+  win->fence_open = false;
+  win->start_group = group->ranks;
+  for (int r : win->start_group) ++win->access_count[static_cast<std::size_t>(r)];
+  win->start_active = true;
+  return {};
+}
+
+Status complete(rma_win_s* win) {
+  if (!win->start_active) return class_error(RMA_ERR_RMA_SYNC, "no start epoch is open on this window");
+  const int me = win->ctx->rank();
+  Status first;
+  for (int r : win->start_group) {
+    const StatusCode rc = win->ctx->eps().endpoint(r).flush();
+    if (rc != StatusCode::kOk) {
+      if (first.ok()) first = transport_error(win, "rma_win_complete", r, rc);
+      continue;
+    }
+    Status s = meta_atomic(win, r, win->complete_word(me), Opcode::kAtomicFetchAdd, 1, 0).status();
+    if (!s.ok() && first.ok()) first = s;
+  }
+  for (int r : win->start_group) --win->access_count[static_cast<std::size_t>(r)];
+  win->start_group.clear();
+  win->start_active = false;
+  return first;
+}
+
+Result<bool> test(rma_win_s* win) {
+  if (!win->post_active) return class_error(RMA_ERR_RMA_SYNC, "no post epoch is open on this window");
+  (void)win->ctx->eps().progress();
+  for (int r : win->post_group) {
+    if (load(win->meta + win->complete_word(r)) < win->completes_expected[static_cast<std::size_t>(r)]) {
+      return false;
+    }
+  }
+  win->post_active = false;
+  win->post_group.clear();
+  return true;
+}
+
+Status wait(rma_win_s* win) {
+  if (!win->post_active) return class_error(RMA_ERR_RMA_SYNC, "no post epoch is open on this window");
+  for (int r : win->post_group) {
+    const std::uint64_t want = win->completes_expected[static_cast<std::size_t>(r)];
+    const std::uint64_t* w = win->meta + win->complete_word(r);
+    RMA_RETURN_IF_ERROR(wait_until(win, [&] { return load(w) >= want; },
+                                   "rma_win_wait: rma_win_complete of rank " + std::to_string(r)));
+  }
+  win->post_active = false;
+  win->post_group.clear();
+  return {};
+}
+
+}  // namespace rma::api

@@ -1,0 +1,222 @@
+// Window life cycle: create, allocate, create_dynamic, attach, detach, free.
+#include "window/window.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "datatype/errors.hpp"
+#include "rma/log.hpp"
+
+namespace rma::api {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+constexpr Access kWindowAccess = kAllAccess;
+
+std::size_t round_up(std::size_t n) { return (n + kPage - 1) / kPage * kPage; }
+
+void store(std::uint64_t* w, std::uint64_t v) noexcept { __atomic_store_n(w, v, __ATOMIC_RELEASE); }
+
+// Rewrites this rank's attachment table (a seqlock: readers retry while the
+// version is odd or changed under them).
+void publish_table(rma_win_s* win) noexcept {
+  std::uint64_t* t = win->meta + win->table_word();
+  const std::uint64_t v = __atomic_load_n(&t[0], __ATOMIC_RELAXED);
+  store(&t[0], v + 1);
+  store(&t[1], win->attached.size());
+  for (std::size_t i = 0; i < kMaxAttach; ++i) {
+    const bool used = i < win->attached.size();
+    store(&t[2 + 3 * i], used ? win->attached[i].addr : 0);
+    store(&t[3 + 3 * i], used ? win->attached[i].len : 0);
+    store(&t[4 + 3 * i], used ? win->attached[i].reg.rkey() : 0);
+  }
+  store(&t[0], v + 2);
+}
+
+}  // namespace
+
+Status check_window(rma_win_s* win) {
+  if (win == nullptr) return class_error(RMA_ERR_WIN, "the window is RMA_WIN_NULL");
+  if (win->magic != rma_win_s::kMagic) {
+    return class_error(RMA_ERR_WIN, "the handle is not a window (freed or corrupt)");
+  }
+  if (win->ctx != current_context()) {
+    return class_error(RMA_ERR_WIN,
+                       "the window belongs to another rank's context (or librma was finalized)");
+  }
+  return {};
+}
+
+Result<rma_win_s*> create_window(Context& ctx, int flavor, void* base, rma_Aint size,
+                                 int disp_unit) {
+  const int n = ctx.size();
+  auto win = std::make_unique<rma_win_s>();
+  win->ctx = &ctx;
+  win->flavor = flavor;
+  win->size = flavor == RMA_WIN_FLAVOR_DYNAMIC ? 0 : size;
+  win->disp_unit = disp_unit;
+  win->base = base;
+
+  struct Freer {
+    void operator()(void* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<void, Freer> owned;
+  if (flavor == RMA_WIN_FLAVOR_ALLOCATE && size > 0) {
+    const auto bytes = static_cast<std::size_t>(size);
+    void* mem = std::aligned_alloc(kPage, round_up(bytes));
+    if (mem == nullptr) {
+      return class_error(RMA_ERR_NO_MEM, "cannot allocate a window of " + std::to_string(size) + " bytes");
+    }
+    std::memset(mem, 0, round_up(bytes));
+    owned.reset(mem);
+    win->base = mem;
+  }
+  endpoint::EndpointManager& eps = ctx.eps();
+  if (win->size > 0) {
+    auto reg = eps.rcache().acquire(win->base, static_cast<std::size_t>(win->size), kWindowAccess);
+    if (!reg.ok()) return class_error(RMA_ERR_OTHER, "registering the window memory: " + reg.status().message());
+    win->win_reg = std::move(reg).value();
+  }
+
+  win->peers.resize(static_cast<std::size_t>(n));
+  win->meta_words = 2 + 2 * static_cast<std::size_t>(n) +
+                    (flavor == RMA_WIN_FLAVOR_DYNAMIC ? 2 + 3 * kMaxAttach : 0);
+  const std::size_t meta_bytes = round_up(win->meta_words * 8);
+  win->meta = static_cast<std::uint64_t*>(std::aligned_alloc(kPage, meta_bytes));
+  if (win->meta == nullptr) return class_error(RMA_ERR_NO_MEM, "cannot allocate window metadata");
+  std::memset(win->meta, 0, meta_bytes);
+  std::unique_ptr<void, Freer> meta_owner(win->meta);
+  auto mreg = eps.rcache().acquire(win->meta, meta_bytes, kWindowAccess);
+  if (!mreg.ok()) return class_error(RMA_ERR_OTHER, "registering window metadata: " + mreg.status().message());
+  win->meta_reg = std::move(mreg).value();
+
+  PeerWindow mine;
+  mine.base = reinterpret_cast<std::uint64_t>(win->base);
+  mine.size = static_cast<std::uint64_t>(win->size);
+  mine.meta = reinterpret_cast<std::uint64_t>(win->meta);
+  mine.rkey = win->win_reg ? win->win_reg.rkey() : 0;
+  mine.meta_rkey = win->meta_reg.rkey();
+  mine.disp_unit = disp_unit;
+  mine.flavor = flavor;
+  auto all = ctx.bootstrap().allgather(
+      {reinterpret_cast<const std::uint8_t*>(&mine), sizeof(mine)});
+  if (!all.ok()) return class_error(RMA_ERR_OTHER, "exchanging window descriptors: " + all.status().message());
+  for (int r = 0; r < n; ++r) {
+    const auto& b = (*all)[static_cast<std::size_t>(r)];
+    if (b.size() != sizeof(PeerWindow)) {
+      return class_error(RMA_ERR_OTHER, "rank " + std::to_string(r) + " sent a window descriptor of " +
+                                            std::to_string(b.size()) + " bytes");
+    }
+    std::memcpy(&win->peers[static_cast<std::size_t>(r)], b.data(), sizeof(PeerWindow));
+    if (win->peers[static_cast<std::size_t>(r)].flavor != flavor) {
+      return class_error(RMA_ERR_RMA_FLAVOR,
+                         "rank " + std::to_string(r) +
+                             " created its window with another call (flavor " +
+                             std::to_string(win->peers[static_cast<std::size_t>(r)].flavor) +
+                             ", this rank " + std::to_string(flavor) + ")");
+    }
+  }
+  win->locks.assign(static_cast<std::size_t>(n), 0);
+  win->access_count.assign(static_cast<std::size_t>(n), 0);
+  win->starts_with.assign(static_cast<std::size_t>(n), 0);
+  win->completes_expected.assign(static_cast<std::size_t>(n), 0);
+  if (flavor == RMA_WIN_FLAVOR_DYNAMIC) win->remote_tables.resize(static_cast<std::size_t>(n));
+  win->owns_memory = owned != nullptr;
+  (void)owned.release();
+  (void)meta_owner.release();
+  rma_win_s* w = win.release();
+  ctx.windows.push_back(w);
+  return w;
+}
+
+Status check_free(rma_win_s* win) {
+  if (win->lock_all || win->start_active || win->post_active ||
+      std::any_of(win->locks.begin(), win->locks.end(), [](std::uint8_t l) { return l != 0; })) {
+    return class_error(RMA_ERR_RMA_SYNC,
+                       "the window still has an open lock, lock_all, start or post epoch: "
+                       "close it before rma_win_free");
+  }
+  return {};
+}
+
+Status free_window(rma_win_s* win) {
+  Context& ctx = *win->ctx;
+  const StatusCode fc = ctx.eps().flush_all();
+  // Collective: nobody may still access this rank's memory once it is gone.
+  Status b = ctx.bootstrap().barrier();
+  // Registrations that grant remote access must not outlive the window in
+  // the cache, where a later lookup (or a peer's stale rkey) could reach them.
+  RegistrationCache& rc = ctx.eps().rcache();
+  for (const auto& l : win->attached) rc.invalidate(reinterpret_cast<void*>(l.addr), l.len);
+  if (win->size > 0) rc.invalidate(win->base, static_cast<std::size_t>(win->size));
+  rc.invalidate(win->meta, win->meta_words * 8);
+  win->attached.clear();
+  win->win_reg.reset();
+  win->meta_reg.reset();
+  std::free(win->meta);
+  if (win->owns_memory) std::free(win->base);
+  auto& ws = ctx.windows;
+  ws.erase(std::remove(ws.begin(), ws.end(), win), ws.end());
+  win->magic = 0;
+  delete win;
+  if (fc != StatusCode::kOk) {
+    return class_error(RMA_ERR_OTHER, "operations on the window failed before it was freed (" +
+                                          std::string(status_code_name(fc)) + ")");
+  }
+  if (!b.ok()) return class_error(RMA_ERR_OTHER, "barrier of rma_win_free: " + b.message());
+  return {};
+}
+
+Status attach(rma_win_s* win, void* base, rma_Aint size) {
+  if (win->flavor != RMA_WIN_FLAVOR_DYNAMIC) {
+    return class_error(RMA_ERR_RMA_FLAVOR, "only windows made by rma_win_create_dynamic take attachments");
+  }
+  if (size < 0) return class_error(RMA_ERR_SIZE, "size " + std::to_string(size) + " is negative");
+  if (size == 0) return {};
+  if (base == nullptr) return class_error(RMA_ERR_BASE, "base is null");
+  const auto a = reinterpret_cast<std::uint64_t>(base);
+  const auto len = static_cast<std::uint64_t>(size);
+  if (a + len < a) return class_error(RMA_ERR_SIZE, "base + size wraps the address space");
+  for (const auto& l : win->attached) {
+    if (a < l.addr + l.len && l.addr < a + len) {
+      return class_error(RMA_ERR_RMA_ATTACH,
+                         "[" + std::to_string(a) + ", " + std::to_string(a + len) +
+                             ") overlaps memory already attached at " + std::to_string(l.addr) +
+                             " (" + std::to_string(l.len) + " bytes)");
+    }
+  }
+  if (win->attached.size() >= kMaxAttach) {
+    return class_error(RMA_ERR_RMA_ATTACH, "a window holds at most " + std::to_string(kMaxAttach) +
+                                               " attachments; detach one first");
+  }
+  auto reg = win->ctx->eps().rcache().acquire(base, static_cast<std::size_t>(size), kWindowAccess);
+  if (!reg.ok()) return class_error(RMA_ERR_RMA_ATTACH, "registering the memory: " + reg.status().message());
+  win->attached.push_back({a, len, std::move(reg).value()});
+  publish_table(win);
+  return {};
+}
+
+Status detach(rma_win_s* win, const void* base) {
+  if (win->flavor != RMA_WIN_FLAVOR_DYNAMIC) {
+    return class_error(RMA_ERR_RMA_FLAVOR, "only windows made by rma_win_create_dynamic have attachments");
+  }
+  const auto a = reinterpret_cast<std::uint64_t>(base);
+  auto it = std::find_if(win->attached.begin(), win->attached.end(),
+                         [a](const rma_win_s::Local& l) { return l.addr == a; });
+  if (it == win->attached.end()) {
+    return class_error(RMA_ERR_RMA_ATTACH, "no memory is attached at " + std::to_string(a));
+  }
+  // Our own operations from this memory must be done before it goes.
+  const StatusCode fc = win->ctx->eps().flush_all();
+  win->ctx->eps().rcache().invalidate(reinterpret_cast<void*>(it->addr), it->len);
+  win->attached.erase(it);
+  publish_table(win);
+  if (fc != StatusCode::kOk) {
+    return class_error(RMA_ERR_OTHER, std::string("flushing before detach failed (") +
+                                          std::string(status_code_name(fc)) + ")");
+  }
+  return {};
+}
+
+}  // namespace rma::api

@@ -187,13 +187,24 @@ class MemifGate {
   }
 
   // Data path: true when a burst may run now; then leave() must follow.
+  // Re-entrant per thread (a frame sink may transmit from inside poll):
+  // a thread already inside stays inside, since the parker waits for it.
   bool enter() noexcept {
+    if (t_depth_ > 0) {
+      ++t_depth_;
+      return true;
+    }
     inside_.fetch_add(1, std::memory_order_seq_cst);
-    if (closed_.load(std::memory_order_seq_cst) == 0) return true;
+    if (closed_.load(std::memory_order_seq_cst) == 0) {
+      t_depth_ = 1;
+      return true;
+    }
     inside_.fetch_sub(1, std::memory_order_release);
     return false;
   }
-  void leave() noexcept { inside_.fetch_sub(1, std::memory_order_release); }
+  void leave() noexcept {
+    if (--t_depth_ == 0) inside_.fetch_sub(1, std::memory_order_release);
+  }
   // Control path: waits (bounded) until bursts may run; false on timeout.
   bool enter_wait(std::chrono::milliseconds budget) noexcept {
     const auto deadline = Clock::now() + budget;
@@ -249,11 +260,14 @@ class MemifGate {
   std::atomic<int> users_{0};
   std::atomic<int> closed_{1};   // 1: the interrupt thread may run handlers; no burst may start
   std::atomic<int> inside_{0};   // bursts in progress
+  static thread_local int t_depth_;  // this thread's nesting of enter()
   std::atomic<std::uint64_t> parks_{0};
   std::mutex park_mutex_;
   std::condition_variable park_cv_;
   bool kicked_ = false;
 };
+
+thread_local int MemifGate::t_depth_ = 0;
 
 // Holds the gate for one poll / transmit / shutdown step of a memif port.
 class GateHold {

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The software RoCE NIC against its own link, side by side in one run: for
+# every message size, RDMA WRITE and RDMA READ bandwidth and message rate
+# (rma_write_bw / rma_read_bw, two processes over net_memif through the
+# softroce provider, path MTU 4096), then the raw frame throughput of the
+# same kind of memif link (rma_frame_pump) with frames of the size the RDMA
+# run puts on the wire (min(size, 4096) payload + 58 B of RoCE headers), and
+# 8 B RDMA WRITE latency. Prints a Markdown table with the ratio
+#   RDMA WRITE payload throughput / raw link payload throughput
+# per size (the issue's target: >= 70 % at 64 KiB).
+#
+#   bench/port/softroce_vs_pump.sh [-b BUILD_DIR] [-s "SIZES"] [-n ITERS] [-c PUMP_FRAMES] [-r REPEATS]
+#
+# BUILD_DIR defaults to build/release (build rma_write_bw rma_read_bw
+# rma_write_lat rma_frame_pump there first). Each measurement is repeated
+# REPEATS times (default 3) and the median is reported: runs on a shared
+# 2-vCPU machine vary a lot.
+set -euo pipefail
+
+build=build/release
+sizes="8 64 512 4096 65536 1048576"
+iters=""
+pump_frames=""
+repeats=3
+while getopts "b:s:n:c:r:h" opt; do
+  case "$opt" in
+    b) build="$OPTARG" ;;
+    s) sizes="$OPTARG" ;;
+    n) iters="$OPTARG" ;;
+    c) pump_frames="$OPTARG" ;;
+    r) repeats="$OPTARG" ;;
+    *) sed -n '2,18p' "$0"; exit 2 ;;
+  esac
+done
+
+bin="$build/bench/perftest"
+pump="$build/bench/port/rma_frame_pump"
+for t in "$bin/rma_write_bw" "$bin/rma_read_bw" "$bin/rma_write_lat" "$pump"; do
+  if [[ ! -x "$t" ]]; then
+    echo "softroce_vs_pump: $t not built (cmake --build $build --target rma_write_bw rma_read_bw rma_write_lat rma_frame_pump)" >&2
+    exit 1
+  fi
+done
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/rma-vs-pump.XXXXXX")"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then kill "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else print v[int((NR + 1) / 2)]}'; }
+
+# Runs a perftest-style tool as server and client; prints the client's output.
+perftest() {
+  local tool="$1"; shift
+  local port; port="$(free_port)"
+  timeout 300 "$bin/$tool" --transport=softroce --port_type=memif --bind=127.0.0.1 -p "$port" -F "$@" \
+    >"$tmp/server.log" 2>&1 &
+  server_pid=$!
+  local rc=0
+  timeout 300 "$bin/$tool" --transport=softroce --port_type=memif -p "$port" -F "$@" 127.0.0.1 >"$tmp/client.log" 2>&1 || rc=$?
+  wait "$server_pid" || rc=$?
+  server_pid=""
+  if [[ $rc -ne 0 ]]; then
+    echo "softroce_vs_pump: $tool $* failed:" >&2
+    cat "$tmp/client.log" "$tmp/server.log" >&2
+    return 1
+  fi
+  cat "$tmp/client.log"
+}
+
+# "MiB/s Mpps" of a bandwidth run's result line.
+bw_of() { awk -v s="$1" '$1 == s && NF >= 5 {print $4, $5}' ; }
+
+iters_for() {  # enough messages to run ~0.5 s or more, at most 100k
+  local s="$1"
+  if [[ -n "$iters" ]]; then echo "$iters"; return; fi
+  local n=$(( 2000000000 / (s + 20000) ))
+  (( n > 100000 )) && n=100000
+  (( n < 200 )) && n=200
+  echo "$n"
+}
+
+declare -A wbw wmr rbw rmr pgb pmf
+for s in $sizes; do
+  n="$(iters_for "$s")"
+  frame_payload=$(( s < 4096 ? s : 4096 ))
+  frames="${pump_frames:-$(( 2000000000 / (frame_payload + 2000) ))}"
+  (( frames > 2000000 )) && frames=2000000
+  : >"$tmp/w"; : >"$tmp/wm"; : >"$tmp/r"; : >"$tmp/rm"; : >"$tmp/p"; : >"$tmp/pm"
+  for ((k = 0; k < repeats; ++k)); do
+    perftest rma_write_bw -s "$s" -n "$n" -m 4096 | bw_of "$s" >"$tmp/line"
+    read -r bw mr <"$tmp/line"; echo "$bw" >>"$tmp/w"; echo "$mr" >>"$tmp/wm"
+    perftest rma_read_bw -s "$s" -n "$n" -m 4096 | bw_of "$s" >"$tmp/line"
+    read -r bw mr <"$tmp/line"; echo "$bw" >>"$tmp/r"; echo "$mr" >>"$tmp/rm"
+    "$pump" --size "$frame_payload" --count "$frames" >"$tmp/pump.log" 2>&1 || { cat "$tmp/pump.log" >&2; exit 1; }
+    # "rx payload P B frame F B: a/b frames in T s: X Mframes/s, payload Y GB/s, ..."
+    sed -n 's/.*: \([0-9.]*\) Mframes\/s, payload \([0-9.]*\) GB\/s.*/\1 \2/p' "$tmp/pump.log" >"$tmp/line"
+    read -r mf gb <"$tmp/line"; echo "$gb" >>"$tmp/p"; echo "$mf" >>"$tmp/pm"
+  done
+  wbw[$s]="$(median <"$tmp/w")"; wmr[$s]="$(median <"$tmp/wm")"
+  rbw[$s]="$(median <"$tmp/r")"; rmr[$s]="$(median <"$tmp/rm")"
+  pgb[$s]="$(median <"$tmp/p")"; pmf[$s]="$(median <"$tmp/pm")"
+done
+
+: >"$tmp/lat"
+for ((k = 0; k < repeats; ++k)); do
+  perftest rma_write_lat -s 8 -n 20000 -m 4096 |
+    awk '$1 == 8 && NF >= 9 {print $5, $6}' >>"$tmp/lat"
+done
+lat_typ="$(awk '{print $1}' "$tmp/lat" | median)"
+lat_avg="$(awk '{print $2}' "$tmp/lat" | median)"
+
+echo "softroce over memif vs the raw memif link (medians of $repeats; $(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+echo "| size | WRITE MiB/s | WRITE Mmsg/s | READ MiB/s | READ Mmsg/s | link frame payload | link Mframes/s | link payload MiB/s | WRITE / link |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for s in $sizes; do
+  fp=$(( s < 4096 ? s : 4096 ))
+  awk -v s="$s" -v fp="$fp" -v w="${wbw[$s]}" -v wm="${wmr[$s]}" -v r="${rbw[$s]}" -v rm="${rmr[$s]}" \
+      -v g="${pgb[$s]}" -v m="${pmf[$s]}" 'BEGIN {
+    link = g * 1e9 / 1048576;  # GB/s -> MiB/s
+    ratio = link > 0 ? 100 * w / link : 0
+    printf "| %d | %.1f | %.4f | %.1f | %.4f | %d B | %.3f | %.1f | %.0f %% |\n", s, w, wm, r, rm, fp, m, link, ratio
+  }'
+done
+echo
+echo "8 B RDMA WRITE latency (half round trip): typical ${lat_typ} us, average ${lat_avg} us"

@@ -1,0 +1,213 @@
+// Bad frames from the wire, one kind after another, at a softroce device
+// whose peer is played by the test (raw frames over the fault link): each is
+// dropped or NAKed as the IB specification says, counted by kind, and
+// changes no memory it should not.
+//   truncated / bad ICRC          dropped, parse error counted
+//   unknown destination QPN       dropped, unknown_qpn
+//   source IP not the QP's peer   dropped, wrong_peer
+//   PSN ahead of the expected one one sequence NAK (then silence), out_of_sequence
+//   PSN behind (duplicate WRITE)  re-ACK, duplicate_requests, data not written again
+//   unknown rkey                  NAK remote access error, nothing written, QP to error
+//   out of the region's bounds    NAK remote access error (fresh QP), nothing written
+#include <gtest/gtest.h>
+
+#include "harness.hpp"
+
+namespace rma::softroce::testing {
+namespace {
+
+struct Frames : roce::FrameSink {
+  std::vector<roce::Packet> got;
+  std::vector<std::vector<std::uint8_t>> store;
+  void on_frame(std::span<const std::uint8_t> f) noexcept override {
+    store.emplace_back(f.begin(), f.end());
+    roce::Packet pk;
+    if (roce::parse_packet(store.back(), pk) == roce::ParseError::kOk) got.push_back(pk);
+  }
+};
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto links = roce::make_fault_link_pair({});
+    raw_ = links.a.get();
+    raw_owner_ = std::move(links.a);
+    dev_ = open_softroce_device(std::move(links.b)).value();
+    sdev_ = dynamic_cast<SoftRoceDevice*>(dev_.get());
+    pd_ = dev_->alloc_pd().value();
+    cq_ = dev_->create_cq(64).value();
+    target_ = make_buffer(*pd_, 4096);
+    std::memset(target_.data, 0x5A, 4096);
+    new_qp();
+  }
+  void new_qp() {
+    QpConfig c;
+    c.send_cq = c.recv_cq = cq_;
+    qp_ = pd_->create_qp(c).value();
+    me_.mac = raw_->info().mac;
+    me_.ipv4 = raw_->info().ipv4;
+    me_.qpn = 0x77;
+    me_.psn = 100;
+    me_.mtu = 1024;
+    ASSERT_TRUE(qp_->connect(encode_endpoint(me_)).ok());
+    them_ = decode_endpoint(qp_->local_address().value()).value();
+  }
+  // A WRITE_ONLY from "us" to the device's QP; payload bytes all `fill`.
+  std::vector<std::uint8_t> write_frame(std::uint32_t psn, std::uint64_t va, std::uint32_t rkey, std::uint32_t len,
+                                        std::uint8_t fill) {
+    roce::Headers h;
+    h.src_mac = me_.mac;
+    h.dst_mac = them_.mac;
+    h.src_ip = me_.ipv4;
+    h.dst_ip = them_.ipv4;
+    h.ip_id = ++ip_id_;
+    h.opcode = static_cast<std::uint8_t>(roce::Opcode::kWriteOnly);
+    h.dest_qp = them_.qpn;
+    h.psn = psn;
+    h.ack_req = true;
+    h.reth_va = va;
+    h.reth_rkey = rkey;
+    h.reth_length = len;
+    std::vector<std::uint8_t> payload(len, fill);
+    std::uint8_t head[128], tail[8];
+    const std::size_t hl = roce::header_length(h.opcode);
+    const std::size_t tl = roce::build_packet(h, {head, hl}, payload, {tail, 8});
+    EXPECT_GT(tl, 0u);
+    std::vector<std::uint8_t> f(head, head + hl);
+    f.insert(f.end(), payload.begin(), payload.end());
+    f.insert(f.end(), tail, tail + tl);
+    return f;
+  }
+  // Sends one frame, drives the device, returns what it answered.
+  std::vector<roce::Packet> exchange(const std::vector<std::uint8_t>& f) {
+    roce::TxFrame t{f, {}, {}};
+    EXPECT_EQ(raw_->transmit({&t, 1}), 1u);
+    Completion wc[4];
+    EXPECT_EQ(cq_->poll({wc, 4}), 0);  // drives the device; no completion expected
+    answers_ = Frames{};
+    raw_->poll(answers_, 16);
+    return answers_.got;
+  }
+  bool untouched(std::size_t from, std::size_t to) const {
+    for (std::size_t i = from; i < to; ++i) {
+      if (target_.data[i] != 0x5A) return false;
+    }
+    return true;
+  }
+  roce::rc::DeviceCounters counters() const { return sdev_->counters(); }
+
+  std::unique_ptr<roce::FaultLink> raw_owner_;
+  roce::FaultLink* raw_ = nullptr;
+  std::shared_ptr<Device> dev_;
+  SoftRoceDevice* sdev_ = nullptr;
+  std::shared_ptr<ProtectionDomain> pd_;
+  std::shared_ptr<CompletionQueue> cq_;
+  std::unique_ptr<QueuePair> qp_;
+  Buffer target_;
+  EndpointFields me_, them_;
+  std::uint16_t ip_id_ = 0;
+  Frames answers_;
+};
+
+TEST_F(BadInput, EachKindIsDroppedOrNakedAndCounted) {
+  const std::uint32_t epsn = them_.psn;
+  const std::uint64_t va = target_.addr(0);
+  const std::uint32_t rkey = target_.rkey();
+
+  // Truncated: cut inside the payload.
+  {
+    auto f = write_frame(epsn, va, rkey, 64, 0x11);
+    f.resize(f.size() - 20);
+    EXPECT_TRUE(exchange(f).empty());
+    EXPECT_EQ(counters().parse_errors[static_cast<int>(roce::ParseError::kTruncated)] +
+                  counters().parse_errors[static_cast<int>(roce::ParseError::kBadLength)],
+              1u);
+  }
+  // Bad ICRC: one payload byte flipped.
+  {
+    auto f = write_frame(epsn, va, rkey, 64, 0x11);
+    f[roce::kOuterHeadersLen + roce::kBthLen + roce::kRethLen + 5] ^= 0x40;
+    EXPECT_TRUE(exchange(f).empty());
+    EXPECT_EQ(counters().icrc_errors, 1u);
+  }
+  // Unknown destination QPN.
+  {
+    auto f = write_frame(epsn, va, rkey, 64, 0x11);
+    roce::Packet p;
+    ASSERT_EQ(roce::parse_packet(f, p), roce::ParseError::kOk);
+    roce::Headers h = p.h;
+    h.dest_qp = 0xABCDE;
+    std::uint8_t head[128], tail[8];
+    const std::size_t hl = roce::header_length(h.opcode);
+    const std::vector<std::uint8_t> payload(64, 0x11);
+    const std::size_t tl = roce::build_packet(h, {head, hl}, payload, {tail, 8});
+    std::vector<std::uint8_t> g(head, head + hl);
+    g.insert(g.end(), payload.begin(), payload.end());
+    g.insert(g.end(), tail, tail + tl);
+    EXPECT_TRUE(exchange(g).empty());
+    EXPECT_EQ(counters().unknown_qpn, 1u);
+  }
+  // A source IP that is not the QP's peer.
+  {
+    const std::uint32_t real = me_.ipv4;
+    me_.ipv4 = real + 1;
+    auto f = write_frame(epsn, va, rkey, 64, 0x11);
+    me_.ipv4 = real;
+    EXPECT_TRUE(exchange(f).empty());
+    EXPECT_EQ(counters().wrong_peer, 1u);
+  }
+  EXPECT_TRUE(untouched(0, 4096)) << "a dropped frame wrote memory";
+
+  // PSN ahead of ePSN: one sequence-error NAK naming ePSN, then silence.
+  {
+    auto r = exchange(write_frame(roce::psn_add(epsn, 5), va, rkey, 64, 0x22));
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].h.opcode, static_cast<std::uint8_t>(roce::Opcode::kAcknowledge));
+    EXPECT_EQ(r[0].h.aeth_syndrome, roce::make_syndrome(roce::AckType::kNak, roce::kNakPsnSequenceError));
+    EXPECT_EQ(r[0].h.psn, epsn);
+    EXPECT_TRUE(exchange(write_frame(roce::psn_add(epsn, 6), va, rkey, 64, 0x22)).empty());
+    EXPECT_EQ(counters().qp.out_of_sequence, 2u);
+    EXPECT_EQ(counters().qp.naks_sent[roce::kNakPsnSequenceError], 1u);
+    EXPECT_TRUE(untouched(0, 4096));
+  }
+  // The expected PSN is accepted; the same PSN again is a duplicate: re-ACKed,
+  // not written again.
+  {
+    auto r = exchange(write_frame(epsn, va, rkey, 64, 0x33));
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(roce::syndrome_type(r[0].h.aeth_syndrome), roce::AckType::kAck);
+    EXPECT_EQ(r[0].h.psn, epsn);
+    EXPECT_EQ(target_.data[0], 0x33);
+    r = exchange(write_frame(epsn, va, rkey, 64, 0x44));
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(roce::syndrome_type(r[0].h.aeth_syndrome), roce::AckType::kAck);
+    EXPECT_EQ(r[0].h.psn, epsn);
+    EXPECT_EQ(target_.data[0], 0x33) << "a duplicate WRITE was executed again";
+    EXPECT_EQ(counters().qp.duplicate_requests, 1u);
+  }
+  const std::uint32_t next = roce::psn_add(epsn, 1);
+
+  // Unknown rkey: NAK remote access error, nothing written, responder QP broken.
+  {
+    auto r = exchange(write_frame(next, target_.addr(128), rkey ^ 0x00F0F000u, 64, 0x55));
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].h.aeth_syndrome, roce::make_syndrome(roce::AckType::kNak, roce::kNakRemoteAccessError));
+    EXPECT_EQ(r[0].h.psn, next);
+    EXPECT_TRUE(untouched(64, 4096));
+    EXPECT_EQ(counters().qp.naks_sent[roce::kNakRemoteAccessError], 1u);
+    EXPECT_EQ(qp_->state(), QpState::kError);
+  }
+  // Out of the region's bounds (a fresh QP): NAK, nothing written.
+  {
+    ASSERT_NO_FATAL_FAILURE(new_qp());
+    auto r = exchange(write_frame(them_.psn, target_.addr(4096 - 32), rkey, 64, 0x66));
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].h.aeth_syndrome, roce::make_syndrome(roce::AckType::kNak, roce::kNakRemoteAccessError));
+    EXPECT_TRUE(untouched(64, 4096)) << "an out-of-bounds WRITE touched the region";
+    EXPECT_EQ(counters().qp.naks_sent[roce::kNakRemoteAccessError], 2u);
+    EXPECT_EQ(qp_->state(), QpState::kError);
+  }
+}
+
+}  // namespace
+}  // namespace rma::softroce::testing

@@ -1,0 +1,46 @@
+// Connection establishment through rdma_cm for the verbs provider: the one
+// thing of libibverbs/librdmacm the provider contract has no place for,
+// because it replaces the EndpointAddress exchange with the CM's own
+// (IP address and port, REQ/REP/RTU). Available when librma was built with
+// the verbs provider (libibverbs-dev and librdmacm-dev present).
+//
+// The QPs it returns are ordinary rma::QueuePair objects of the PD's device,
+// already in RTS; connect() on them is refused. The PD must come from the
+// "verbs" provider and from the device that carries the address: rdma_cm
+// picks the device by route, and a mismatch is an error naming both.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rma/provider.hpp"
+#include "rma/status.hpp"
+
+namespace rma::verbs {
+
+class CmListener {
+ public:
+  virtual ~CmListener() = default;
+  // The port it listens on (the one chosen when 0 was asked for).
+  virtual std::uint16_t port() const noexcept = 0;
+  // Waits up to `timeout` for one connection request, creates a QP for it
+  // from `pd` and `config`, accepts, and returns the QP once established.
+  // kTimeout when no request arrived in time.
+  virtual Result<std::unique_ptr<QueuePair>> accept(const std::shared_ptr<ProtectionDomain>& pd,
+                                                    const QpConfig& config,
+                                                    std::chrono::milliseconds timeout) = 0;
+};
+
+// Listens on `ip` ("10.0.2.15"; IPv4) and `port` (0 = any free port).
+Result<std::unique_ptr<CmListener>> cm_listen(const std::string& ip, std::uint16_t port);
+
+// Connects to a listener at ip:port: address and route resolution, REQ,
+// REP, RTU. Each step waits at most `timeout`; a refused or unreachable
+// peer is an error naming it.
+Result<std::unique_ptr<QueuePair>> cm_connect(const std::shared_ptr<ProtectionDomain>& pd,
+                                              const QpConfig& config, const std::string& ip,
+                                              std::uint16_t port, std::chrono::milliseconds timeout);
+
+}  // namespace rma::verbs

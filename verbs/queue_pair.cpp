@@ -171,10 +171,18 @@ Status QpImpl::connect(const EndpointAddress& remote) {
       r.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(p.gid.index);
       r.ah_attr.grh.hop_limit = 64;
     }
-    RMA_RETURN_IF_ERROR(modify(r,
-                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-                               "connect INIT->RTR"));
+    if (Status rtr = modify(r,
+                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+                            "connect INIT->RTR");
+        !rtr.ok()) {
+      // On RoCE the kernel resolves the peer's MAC at this step.
+      if (p.ethernet) {
+        return rtr.with_context("the peer's address did not resolve to a MAC address (no neighbour answered); "
+                                "is it reachable from " + dev.name() + "'s netdev?");
+      }
+      return rtr;
+    }
 
     ibv_qp_attr t{};
     t.qp_state = IBV_QPS_RTS;

@@ -20,6 +20,15 @@ RMA_DEBIAN_PACKAGES=(
   libpmix-dev openmpi-bin           # PMIx bootstrap; Open MPI's mpirun launches the PMIx test
 )
 
+# The soft-RoCE QEMU guest (scripts/softroce-vm): the emulator, the guest's
+# userspace (busybox, rdma-core, perftest) and the tools that build its image.
+# tcpdump watches the host side of the interop tap.
+RMA_VM_PACKAGES=(
+  qemu-system-x86 busybox-static cpio kmod
+  rdma-core ibverbs-utils rdmacm-utils perftest
+  tcpdump
+)
+
 # Runs apt-get as root, through sudo when we are not root.
 _rma_apt() {
   if [[ $(id -u) -eq 0 ]]; then

@@ -2,8 +2,8 @@
 //   "verbs" | version (1) | link layer (1: 1 Ethernet, 2 InfiniBand) |
 //   qpn (4) | psn (4) | gid (16) | lid (2) | path MTU in bytes (2) |
 //   gid index (1) | max_rd_atomic (1)
-// The PSN is the first PSN the QP expects to receive (the IB CM's meaning,
-// and the softroce provider's), so the peer starts sending there.
+// The PSN is the first PSN the QP sends; the peer expects it (perftest's
+// meaning, and the softroce provider's).
 // The GID is what a RoCE v2 peer addresses; the LID what an InfiniBand peer
 // in the same subnet addresses. max_rd_atomic is how many READs/atomics the
 // sender will have outstanding, so the receiver sizes its responder

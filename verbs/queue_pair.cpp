@@ -158,10 +158,7 @@ Status QpImpl::connect(const EndpointAddress& remote) {
     r.qp_state = IBV_QPS_RTR;
     r.path_mtu = *mtu_from_bytes(mtu);
     r.dest_qp_num = f.qpn;
-    // The address's PSN is the first PSN its QP expects to receive (as in
-    // the IB CM's REQ/REP and the softroce provider): ours is psn_, and we
-    // send from the peer's.
-    r.rq_psn = psn_;
+    r.rq_psn = f.psn;
     // Responder resources for the READs/atomics the peer will have in flight.
     r.max_dest_rd_atomic = static_cast<std::uint8_t>(
         std::min<std::uint32_t>(std::max<std::uint32_t>(f.max_rd_atomic, 1), std::max<std::uint32_t>(p.max_qp_rd_atom, 1)));
@@ -192,7 +189,7 @@ Status QpImpl::connect(const EndpointAddress& remote) {
     t.timeout = config_.timeout;
     t.retry_cnt = config_.retry_cnt;
     t.rnr_retry = config_.rnr_retry;
-    t.sq_psn = f.psn;
+    t.sq_psn = psn_;
     t.max_rd_atomic = static_cast<std::uint8_t>(config_.max_rd_atomic);
     return modify(t,
                   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |

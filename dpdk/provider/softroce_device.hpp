@@ -27,7 +27,7 @@ struct DeviceOptions {
   std::uint32_t max_unacked_psns = 128;  // requester window
   std::uint32_t ack_req_every = 64;      // AckReq at least every this many packets
   std::uint32_t tx_ring = 256;           // transmit slots
-  std::optional<std::uint32_t> initial_psn;  // tests: every QP expects this first PSN
+  std::optional<std::uint32_t> initial_psn;  // tests: every QP sends (and so expects) this first PSN
   std::string pcap_path;                 // capture file (RMA_SOFTROCE_PCAP); empty = none
   // Transport timer codes for QPs whose QpConfig leaves the field at the
   // contract's default (RMA_SOFTROCE_TIMEOUT, _RETRY_CNT, _RNR_RETRY).
@@ -56,7 +56,7 @@ Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link>
 std::uint32_t largest_path_mtu(std::uint32_t max_frame) noexcept;
 
 // The softroce endpoint address: "softroce" | version | MAC | IPv4 | QPN |
-// PSN (the first PSN this QP expects to receive) | MTU.
+// PSN (the first PSN this QP sends; the peer expects it) | MTU.
 struct EndpointFields {
   roce::MacAddress mac{};
   std::uint32_t ipv4 = 0;

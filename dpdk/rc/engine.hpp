@@ -45,7 +45,7 @@ struct EngineOptions {
   std::uint32_t tx_ring = 256;           // transmit slots
   std::uint32_t max_qp = 4096;
   std::uint32_t rx_burst = 64;           // frames per Link::poll
-  std::optional<std::uint32_t> initial_psn;  // tests: every QP expects this first PSN
+  std::optional<std::uint32_t> initial_psn;  // tests: every QP sends (and so expects) this first PSN
   std::uint64_t psn_seed = 0;            // 0 = random
   std::string pcap_path;                 // capture every frame sent and received (empty: off)
 };

@@ -97,8 +97,10 @@ Status RcQp::connect(const PeerParams& peer) {
   tmpl_.dst_ip = peer.ipv4;
   tmpl_.src_port = udp_source_port(qpn_, peer.qpn);
   tmpl_.dest_qp = peer.qpn;
-  req_psn_ = comp_psn_ = next_psn_ = sent_psn_ = peer.psn & kPsnMask;
-  epsn_ = local_psn_;
+  // Each side sends from its own PSN and expects the one the peer announced
+  // (as perftest and verbs programs exchange them).
+  req_psn_ = comp_psn_ = next_psn_ = sent_psn_ = local_psn_;
+  epsn_ = peer.psn & kPsnMask;
   retries_left_ = retry_cnt_;
   rnr_left_ = rnr_retry_;
   // RESET -> INIT -> RTR -> RTS at once: nothing can observe the states in

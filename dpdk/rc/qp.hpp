@@ -53,7 +53,7 @@ struct PeerParams {
   MacAddress mac{};
   std::uint32_t ipv4 = 0;
   std::uint32_t qpn = 0;
-  std::uint32_t psn = 0;   // the first PSN the peer expects to receive
+  std::uint32_t psn = 0;   // the first PSN the peer sends (ours to expect)
   std::uint32_t mtu = 0;
 };
 
@@ -70,7 +70,7 @@ class RcQp {
   Status init();
   std::uint32_t qpn() const noexcept { return qpn_; }
   QpState state() const noexcept { return state_.load(std::memory_order_relaxed); }
-  std::uint32_t local_psn() const noexcept { return local_psn_; }  // first PSN we expect
+  std::uint32_t local_psn() const noexcept { return local_psn_; }  // first PSN we send
   std::uint32_t path_mtu() const noexcept { return mtu_; }
   Status connect(const PeerParams& peer);
   void set_error() noexcept;

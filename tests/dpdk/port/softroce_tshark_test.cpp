@@ -147,7 +147,7 @@ struct Posted {
 struct Endpoints {
   std::uint32_t ip_a = 0, ip_b = 0;
   std::uint32_t qpn_a = 0, qpn_b = 0;
-  std::uint32_t psn_into_a = 0, psn_into_b = 0;  // first PSN each responder expects
+  std::uint32_t psn_from_a = 0, psn_from_b = 0;  // first PSN each side sends
 };
 
 // Every problem found in a capture, one line each ("" = none).
@@ -172,7 +172,7 @@ std::vector<std::string> check_capture(const std::string& path, std::vector<Post
                        " frames");
     return problems;
   }
-  std::map<std::uint32_t, std::uint32_t> next_psn = {{ep.ip_a, ep.psn_into_b}, {ep.ip_b, ep.psn_into_a}};
+  std::map<std::uint32_t, std::uint32_t> next_psn = {{ep.ip_a, ep.psn_from_a}, {ep.ip_b, ep.psn_from_b}};
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const auto& r = rows[i];
     if (r.size() != kNumCols) {
@@ -321,8 +321,8 @@ TEST(SoftroceTshark, EveryFrameOfAMixedRunDecodesAsSent) {
     ep.ip_b = fb.ipv4;
     ep.qpn_a = fa.qpn;
     ep.qpn_b = fb.qpn;
-    ep.psn_into_a = fa.psn;
-    ep.psn_into_b = fb.psn;
+    ep.psn_from_a = fa.psn;
+    ep.psn_from_b = fb.psn;
   }
   for (std::size_t i = 0; i < 256 * 1024; ++i) {
     a.p[i] = static_cast<std::uint8_t>(i * 7 + 1);

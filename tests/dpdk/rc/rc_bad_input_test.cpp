@@ -110,7 +110,7 @@ class BadInput : public ::testing::Test {
 };
 
 TEST_F(BadInput, EachKindIsDroppedOrNakedAndCounted) {
-  const std::uint32_t epsn = them_.psn;
+  const std::uint32_t epsn = me_.psn;  // the QP expects the PSN "we" announced
   const std::uint64_t va = target_.addr(0);
   const std::uint32_t rkey = target_.rkey();
 
@@ -200,7 +200,7 @@ TEST_F(BadInput, EachKindIsDroppedOrNakedAndCounted) {
   // Out of the region's bounds (a fresh QP): NAK, nothing written.
   {
     ASSERT_NO_FATAL_FAILURE(new_qp());
-    auto r = exchange(write_frame(them_.psn, target_.addr(4096 - 32), rkey, 64, 0x66));
+    auto r = exchange(write_frame(me_.psn, target_.addr(4096 - 32), rkey, 64, 0x66));
     ASSERT_EQ(r.size(), 1u);
     EXPECT_EQ(r[0].h.aeth_syndrome, roce::make_syndrome(roce::AckType::kNak, roce::kNakRemoteAccessError));
     EXPECT_TRUE(untouched(64, 4096)) << "an out-of-bounds WRITE touched the region";

@@ -197,7 +197,7 @@ TEST(SoftRoceDevice, MisalignedAtomicFromTheWireIsAnInvalidRequest) {
   h.ip_id = 1;
   h.opcode = static_cast<std::uint8_t>(roce::Opcode::kFetchAdd);
   h.dest_qp = them.qpn;
-  h.psn = them.psn;
+  h.psn = me.psn;  // the QP expects the PSN "we" announced
   h.ack_req = true;
   h.atomic_va = t.addr(9);
   h.atomic_rkey = t.rkey();
@@ -220,7 +220,7 @@ TEST(SoftRoceDevice, MisalignedAtomicFromTheWireIsAnInvalidRequest) {
   ASSERT_EQ(peer.got.size(), 1u);
   EXPECT_EQ(peer.got[0].h.opcode, static_cast<std::uint8_t>(roce::Opcode::kAcknowledge));
   EXPECT_EQ(peer.got[0].h.aeth_syndrome, roce::make_syndrome(roce::AckType::kNak, roce::kNakInvalidRequest));
-  EXPECT_EQ(peer.got[0].h.psn, them.psn);
+  EXPECT_EQ(peer.got[0].h.psn, me.psn);
   EXPECT_EQ(t.u64(8), 1u);
   EXPECT_EQ(qp->state(), QpState::kError);
   auto* sdev = dynamic_cast<SoftRoceDevice*>(dev.get());

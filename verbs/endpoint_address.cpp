@@ -1,5 +1,7 @@
 #include "verbs/endpoint_address.hpp"
 
+#include "rma/verbs.hpp"
+
 #include <cstring>
 
 namespace rma::verbs {
@@ -93,6 +95,33 @@ Result<EndpointFields> decode_endpoint(const EndpointAddress& a) {
     return invalid_argument("verbs endpoint address: InfiniBand peer has neither LID nor GID");
   }
   return f;
+}
+
+Result<QpEndpoint> describe_endpoint(const EndpointAddress& address) {
+  RMA_ASSIGN_OR_RETURN(EndpointFields f, decode_endpoint(address));
+  QpEndpoint e;
+  e.ethernet = f.ethernet;
+  e.qpn = f.qpn;
+  e.psn = f.psn;
+  e.gid = f.gid;
+  e.lid = f.lid;
+  e.mtu = f.mtu;
+  e.max_rd_atomic = f.max_rd_atomic;
+  return e;
+}
+
+Result<EndpointAddress> make_endpoint(const QpEndpoint& e) {
+  EndpointFields f;
+  f.ethernet = e.ethernet;
+  f.qpn = e.qpn;
+  f.psn = e.psn;
+  f.gid = e.gid;
+  f.lid = e.lid;
+  f.mtu = e.mtu;
+  f.max_rd_atomic = e.max_rd_atomic;
+  EndpointAddress a = encode_endpoint(f);
+  RMA_RETURN_IF_ERROR(decode_endpoint(a).status());
+  return a;
 }
 
 }  // namespace rma::verbs

@@ -193,6 +193,51 @@ BwResult convert_units(BwResult r, bool from_gbits, bool to_gbits) {
   return r;
 }
 
+// perftest's flow: the client measures every size without talking to the
+// server, then both swap keys (the server waits there for the run to end),
+// swap the BW report (the server prints the client's) and close.
+void run_bw_perftest(Session& s) {
+  const Options& o = s.opt;
+  std::vector<BwResult> results;
+  BwResult mine;  // in perftest's unit, MiB/s
+  if (!o.is_server()) {
+    for (std::uint64_t size : o.sizes(s.dev->caps().max_msg_size)) {
+      Loop loop(s, size);
+      BwResult r = o.duration_mode() ? loop.run_duration() : loop.run_iterations();
+      std::printf("%s", format_bw_row(r, o.report_gbits).c_str());
+      std::fflush(stdout);
+      results.push_back(r);
+      mine = convert_units(r, o.report_gbits, false);
+    }
+  }
+  // The server waits for the client's whole run: bounded, generously.
+  const auto limit = std::chrono::milliseconds(o.oob_timeout_ms) +
+                     std::chrono::seconds(o.duration_mode() ? o.duration * 30 + 60 : 600);
+  const wire::Key key = [&] {
+    wire::Key k;
+    const QpInfo& q = s.qps[0].local;
+    k.lid = q.lid;
+    k.out_reads = q.out_reads;
+    k.qpn = q.qpn;
+    k.psn = q.psn;
+    k.rkey = q.rkey;
+    k.vaddr = q.vaddr;
+    k.gid = q.gid;
+    return k;
+  }();
+  if (auto k = s.perftest->keys_after(key, s.perftest_gid, limit); !k.ok()) fatal(s, k.status().message());
+  auto theirs = s.perftest->bw_report(mine);
+  if (!theirs.ok()) fatal(s, theirs.status().message());
+  if (o.is_server()) {
+    const BwResult r = convert_units(*theirs, false, o.report_gbits);
+    std::printf("%s", format_bw_row(r, o.report_gbits).c_str());
+    std::fflush(stdout);
+    results.push_back(r);
+  }
+  if (Status st = s.perftest->close(key, s.perftest_gid); !st.ok()) fatal(s, st.message());
+  write_json_file(s, results, {}, {});
+}
+
 }  // namespace
 
 void run_bw(Session& s) {
@@ -200,6 +245,10 @@ void run_bw(Session& s) {
   std::printf("%s", format_bw_table_header(o.report_gbits).c_str());
   std::fflush(stdout);
   std::vector<BwResult> results;
+  if (s.perftest) {
+    run_bw_perftest(s);
+    return;
+  }
   for (std::uint64_t size : o.sizes(s.dev->caps().max_msg_size)) {
     progress_sync(s);
     BwResult r;

@@ -156,6 +156,14 @@ std::vector<Flag> flags() {
          o.oob_timeout_ms = static_cast<std::uint32_t>(*r);
          return {};
        }},
+      {0, "oob_protocol", true,
+       [](Options& o, const std::string& flag, const std::string& v) -> Status {
+         if (v != "auto" && v != "perftest" && v != "librma") {
+           return invalid_argument(flag + " must be auto, perftest or librma, not '" + v + "'");
+         }
+         o.oob_protocol = v;
+         return {};
+       }},
       {'h', "help", false,
        [](Options& o, const std::string&, const std::string&) -> Status {
          o.help = true;
@@ -322,6 +330,21 @@ Status check_against_device(Options& o, const DeviceInfo& dev) {
   return {};
 }
 
+Result<bool> use_perftest_protocol(const Options& o, const std::string& provider) {
+  const bool bw_write_read = o.tool.test == TestKind::kBw && o.tool.verb != Verb::kAtomic;
+  if (o.oob_protocol == "librma") return false;
+  if (o.oob_protocol == "auto") return bw_write_read && provider == "verbs";
+  if (!bw_write_read) {
+    return invalid_argument(std::string("--oob_protocol=perftest: only rma_write_bw and rma_read_bw speak perftest's "
+                                        "exchange; ") + o.tool.name + " needs --oob_protocol=librma");
+  }
+  if (provider != "verbs") {
+    return invalid_argument("--oob_protocol=perftest needs the verbs transport (perftest's keys carry no MAC "
+                            "address for the " + provider + " provider)");
+  }
+  return true;
+}
+
 std::string softroce_port_spec(const Options& o) {
   // The two ends of the memif link get their own addresses (RoCE v2 needs an
   // IPv4 address and distinct MACs); they exist only on that virtual link.
@@ -381,6 +404,10 @@ std::string usage(const Tool& tool) {
        "                               Without --port_type, a set RMA_SOFTROCE_PORT is used as it is.\n";
   u += "      --bind=<addr>            server: IPv4 address the OOB TCP socket listens on (default 0.0.0.0)\n";
   u += "      --oob_timeout=<ms>       limit of every OOB TCP read (default 10000)\n";
+  u += "      --oob_protocol=<p>       the OOB exchange: perftest (linux-rdma perftest's, to run against\n"
+       "                               ib_write_bw/ib_read_bw; verbs transport, write/read BW tools), librma\n"
+       "                               (every tool and transport), or auto (default): perftest's for\n"
+       "                               rma_write_bw/rma_read_bw on the verbs transport, else librma's\n";
   return u;
 }
 

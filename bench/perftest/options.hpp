@@ -80,6 +80,7 @@ struct Options {
   std::string port_type;         // --port_type: softroce port spec ("" = memif)
   std::string bind_addr = "0.0.0.0";  // --bind: server's listening address
   std::uint32_t oob_timeout_ms = 10000;  // --oob_timeout: every OOB read's limit
+  std::string oob_protocol = "auto";     // --oob_protocol: auto, perftest or librma
 
   bool is_server() const { return host.empty(); }
   bool duration_mode() const { return duration != 0; }
@@ -103,6 +104,12 @@ std::string usage(const Tool& tool);
 
 const char* verb_title(Verb v);              // "RDMA_Write", "RDMA_Read", "Atomic"
 const char* atomic_type_name(AtomicType t);  // "CMP_AND_SWAP", "FETCH_AND_ADD"
+
+// Whether this run speaks perftest's own exchange (perftest_wire.hpp) with
+// its peer: --oob_protocol=perftest, or auto with the verbs transport in
+// rma_write_bw / rma_read_bw (the tools that interoperate with ib_write_bw
+// and ib_read_bw). An error for combinations it cannot serve.
+Result<bool> use_perftest_protocol(const Options& o, const std::string& provider);
 
 // The softroce port spec for --port_type on this side: "memif" (default) and
 // "memif:<name>" pick the memif role from the side (server listens); any other

@@ -10,6 +10,9 @@
 #include <cstring>
 
 #include "rma/registry.hpp"
+#if RMA_PERFTEST_HAVE_VERBS
+#include "rma/verbs.hpp"
+#endif
 
 namespace rma::perftest {
 namespace {
@@ -85,7 +88,7 @@ void fatal(Session& s, const std::string& message) {
   std::fflush(stdout);
   std::fprintf(stderr, "%s: %s\n", s.opt.tool.name, message.c_str());
   std::fflush(stderr);
-  if (s.oob.valid()) (void)s.oob.send(FrameType::kError, std::string(s.opt.is_server() ? "server" : "client") + ": " + message);
+  if (s.oob.valid() && !s.perftest) (void)s.oob.send(FrameType::kError, std::string(s.opt.is_server() ? "server" : "client") + ": " + message);
   std::_Exit(1);
 }
 
@@ -121,7 +124,61 @@ void resolve_provider(Session& s) {
   } else if (!o.port_type.empty()) {
     fatal(s, "--port_type applies to the softroce provider only (the transport is " + s.provider + ")");
   }
+  // perftest's -x: the verbs provider takes the GID index from RMA_GID_INDEX.
+  if (s.provider == "verbs" && o.gid_index >= 0) ::setenv("RMA_GID_INDEX", std::to_string(o.gid_index).c_str(), 1);
 }
+
+namespace {
+
+#if RMA_PERFTEST_HAVE_VERBS
+wire::Key perftest_key(const QpInfo& q) {
+  wire::Key k;
+  k.lid = q.lid;
+  k.out_reads = q.out_reads;
+  k.qpn = q.qpn;
+  k.psn = q.psn;
+  k.rkey = q.rkey;
+  k.vaddr = q.vaddr;
+  k.gid = q.gid;
+  return k;
+}
+
+// The peer's key as a QP record: the verbs address connect() takes.
+QpInfo from_perftest_key(Session& s, const wire::Key& k) {
+  QpInfo r;
+  r.qpn = k.qpn;
+  r.psn = k.psn;
+  r.rkey = k.rkey;
+  r.vaddr = k.vaddr;
+  r.out_reads = k.out_reads;
+  r.lid = static_cast<std::uint16_t>(k.lid);
+  r.gid = k.gid;
+  r.size = s.slot;  // perftest sizes its buffer for the same message size
+  verbs::QpEndpoint e;
+  e.ethernet = s.header.link_layer == "Ethernet";
+  e.qpn = k.qpn;
+  e.psn = k.psn;
+  e.gid = k.gid;
+  e.lid = r.lid;
+  e.mtu = s.path_mtu;
+  e.max_rd_atomic = static_cast<std::uint8_t>(std::min<std::uint32_t>(std::max<std::uint32_t>(k.out_reads, 1), 255));
+  auto a = verbs::make_endpoint(e);
+  if (!a.ok()) fatal(s, "the perftest peer's key does not make a QP address: " + a.status().message());
+  r.address = *a;
+  return r;
+}
+
+// Our QP's record, with the PSN, LID and GID the verbs provider chose.
+void describe_for_perftest(Session& s, QpInfo& q) {
+  auto e = verbs::describe_endpoint(q.address);
+  if (!e.ok()) fatal(s, "cannot read our QP's verbs address: " + e.status().message());
+  q.psn = e->psn;
+  q.lid = e->lid;
+  q.gid = e->gid;
+}
+#endif
+
+}  // namespace
 
 void setup(Session& s) {
   Options& o = s.opt;
@@ -143,11 +200,26 @@ void setup(Session& s) {
     s.oob = std::move(ch).value();
     resolve_provider(s);
   }
-  if (Status st = s.oob.exchange_version(); !st.ok()) fatal(s, st.message());
+  auto perftest = use_perftest_protocol(o, s.provider);
+  if (!perftest.ok()) fatal(s, perftest.status().message());
+  if (*perftest) {
+#if RMA_PERFTEST_HAVE_VERBS
+    s.perftest = std::make_unique<wire::Exchange>(s.oob.fd(), !o.is_server(),
+                                                  std::chrono::milliseconds(o.oob_timeout_ms));
+    if (Status st = s.perftest->versions(); !st.ok()) fatal(s, st.message());
+#else
+    fatal(s, "--oob_protocol=perftest: librma was built without the verbs provider");
+#endif
+  } else if (Status st = s.oob.exchange_version(); !st.ok()) {
+    fatal(s, st.message());
+  }
 
-  // 2. The symmetric settings (perftest's "(SYMMETRIC)" flags) must agree.
+  // 2. The symmetric settings (perftest's "(SYMMETRIC)" flags) must agree;
+  //    perftest's exchange has no such step.
   const std::string mine = settings_string(o);
-  if (o.is_server()) {
+  if (s.perftest) {
+    // nothing to compare
+  } else if (o.is_server()) {
     auto theirs = s.oob.expect(FrameType::kSettings);
     if (!theirs.ok()) fatal(s, theirs.status().message());
     std::string diff = compare_settings(mine, *theirs);
@@ -166,7 +238,17 @@ void setup(Session& s) {
   s.dev = *dev;
   const DeviceInfo& info = s.dev->info();
   if (Status st = check_against_device(o, info); !st.ok()) fatal(s, st.message());
-  const std::uint32_t mtu = o.mtu != 0 ? o.mtu : info.caps.path_mtu;
+  std::uint32_t mtu = o.mtu != 0 ? o.mtu : info.caps.path_mtu;
+  if (s.perftest) {
+    // perftest: page and cache-line sizes, then the path MTU both use.
+    if (Status st = s.perftest->sys_data(static_cast<std::uint32_t>(::sysconf(_SC_PAGESIZE)), 64); !st.ok()) {
+      fatal(s, st.message());
+    }
+    auto agreed = s.perftest->mtu(mtu);
+    if (!agreed.ok()) fatal(s, agreed.status().message());
+    mtu = *agreed;
+  }
+  s.path_mtu = mtu;
   s.header = header_info(info, mtu);
 
   // 4. Memory: one region per QP, two halves of `slot` bytes each.
@@ -202,7 +284,7 @@ void setup(Session& s) {
     cfg.max_recv_wr = 1;
     cfg.max_inline_data = o.inline_size;
     cfg.max_rd_atomic = o.outs;
-    cfg.path_mtu = o.mtu;
+    cfg.path_mtu = s.perftest ? s.path_mtu : o.mtu;
     auto qp = s.pd->create_qp(cfg);
     if (!qp.ok()) fatal(s, "cannot create QP " + std::to_string(i) + ": " + qp.status().message());
     q.qp = std::move(qp).value();
@@ -218,6 +300,9 @@ void setup(Session& s) {
     q.local.size = s.slot;
     q.local.out_reads = o.outs;
     q.local.gid = info.gid;
+#if RMA_PERFTEST_HAVE_VERBS
+    if (s.provider == "verbs") describe_for_perftest(s, q.local);  // the real PSN, LID and GID
+#endif
   }
 
   // 5. Exchange QP records and connect (perftest prints all local addresses, then the remote ones).
@@ -225,6 +310,31 @@ void setup(Session& s) {
   std::printf("%s", format_header(o, s.header).c_str());
   for (auto& q : s.qps) std::printf("%s", format_address("local", q.local, o.tool.verb, gid).c_str());
   std::fflush(stdout);
+#if RMA_PERFTEST_HAVE_VERBS
+  if (s.perftest) {
+    // perftest swaps every QP's key, connects, swaps them again, and once
+    // more for QP 0 after the QPs reached RTS.
+    s.perftest_gid = gid;
+    for (auto& q : s.qps) {
+      auto k = s.perftest->keys(perftest_key(q.local), gid);
+      if (!k.ok()) fatal(s, k.status().message());
+      q.remote = from_perftest_key(s, *k);
+    }
+    for (auto& q : s.qps) std::printf("%s", format_address("remote", q.remote, o.tool.verb, gid).c_str());
+    for (std::size_t i = 0; i < s.qps.size(); ++i) {
+      if (Status st = s.qps[i].qp->connect(s.qps[i].remote.address); !st.ok()) {
+        fatal(s, "cannot connect QP " + std::to_string(i) + " to the peer: " + st.message());
+      }
+    }
+    for (auto& q : s.qps) {
+      auto k = s.perftest->keys(perftest_key(q.local), gid);
+      if (!k.ok()) fatal(s, k.status().message());
+    }
+    auto k = s.perftest->keys(perftest_key(s.qps[0].local), gid);
+    if (!k.ok()) fatal(s, k.status().message());
+    return;
+  }
+#endif
   for (auto& q : s.qps) {
     if (Status st = s.oob.send(FrameType::kQpInfo, encode_qp_info(q.local)); !st.ok()) fatal(s, st.message());
   }
@@ -259,6 +369,7 @@ void write_json_file(Session& s, const std::vector<BwResult>& bw, const std::vec
 }
 
 void keep_alive(Session& s) {
+  if (s.perftest) return;  // perftest's exchange has no heartbeats: its peer would read them as keys
   s.oob.heartbeat_if_due();
   Frame f;
   auto r = s.oob.poll_frame(f);
@@ -303,6 +414,12 @@ void progress_sync(Session& s) {
 }
 
 void finish(Session& s) {
+  if (s.perftest) {
+    // The report exchange and the close are part of run_bw.
+    std::printf("%s", kResultLine);
+    std::fflush(stdout);
+    return;
+  }
   if (s.opt.is_server()) {
     (void)passive_wait(s, FrameType::kDone);
     (void)s.oob.send(FrameType::kDone);

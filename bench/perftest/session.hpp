@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "oob.hpp"
+#include "perftest_wire.hpp"
 #include "options.hpp"
 #include "report.hpp"
 #include "rma/provider.hpp"
@@ -37,6 +38,10 @@ struct Session {
   std::size_t buffer_bytes = 0;
   RegistrationCache::Handle reg;
   HeaderInfo header;
+  // perftest's exchange instead of librma's frames (use_perftest_protocol).
+  std::unique_ptr<wire::Exchange> perftest;
+  bool perftest_gid = false;       // keys carry the GID (RoCE)
+  std::uint32_t path_mtu = 0;      // negotiated with a perftest peer
 
   Session() = default;
   Session(const Session&) = delete;

@@ -10,6 +10,7 @@
 // picks the device by route, and a mismatch is an error naming both.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -42,5 +43,21 @@ Result<std::unique_ptr<CmListener>> cm_listen(const std::string& ip, std::uint16
 Result<std::unique_ptr<QueuePair>> cm_connect(const std::shared_ptr<ProtectionDomain>& pd,
                                               const QpConfig& config, const std::string& ip,
                                               std::uint16_t port, std::chrono::milliseconds timeout);
+
+// The fields of a verbs QP's EndpointAddress, for programs that exchange QP
+// parameters in another format (perftest's key exchange, for one).
+struct QpEndpoint {
+  bool ethernet = true;                 // RoCE (routed by GID) or InfiniBand (LID)
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;                // the first PSN the QP sends; its peer expects it
+  std::array<std::uint8_t, 16> gid{};   // RoCE v2: the IPv4-mapped IPv6 address
+  std::uint16_t lid = 0;
+  std::uint32_t mtu = 0;                // path MTU in bytes, 256..4096
+  std::uint8_t max_rd_atomic = 0;       // READs/atomics the QP keeps outstanding
+};
+// Reads a verbs provider's address; an error names what is wrong with it.
+Result<QpEndpoint> describe_endpoint(const EndpointAddress& address);
+// Builds the address connect() takes; every field is checked as when decoding.
+Result<EndpointAddress> make_endpoint(const QpEndpoint& endpoint);
 
 }  // namespace rma::verbs

@@ -103,6 +103,32 @@ std::optional<AsyncEvent> AsyncEventPump::pop() {
   return e;
 }
 
+void AsyncEventPump::watch(const ibv_cq* cq, CqImpl* owner) noexcept {
+  try {
+    std::lock_guard lock(watch_mutex_);
+    cqs_[cq] = owner;
+  } catch (...) {
+  }
+}
+
+void AsyncEventPump::unwatch(const ibv_cq* cq) noexcept {
+  std::lock_guard lock(watch_mutex_);
+  cqs_.erase(cq);
+}
+
+void AsyncEventPump::watch(const ibv_qp* qp, QpImpl* owner, std::uint32_t qp_num) noexcept {
+  try {
+    std::lock_guard lock(watch_mutex_);
+    qps_[qp] = WatchedQp{owner, qp_num};
+  } catch (...) {
+  }
+}
+
+void AsyncEventPump::unwatch(const ibv_qp* qp) noexcept {
+  std::lock_guard lock(watch_mutex_);
+  qps_.erase(qp);
+}
+
 void AsyncEventPump::run() noexcept {
   for (;;) {
     pollfd fds[2] = {{ctx_->async_fd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
@@ -127,34 +153,43 @@ void AsyncEventPump::handle(const ibv_async_event& ev) noexcept {
   if (!type) return;
   AsyncEvent out;
   out.type = *type;
-  switch (*type) {
-    case AsyncEventType::kCqErr:
-      if (auto* cq = static_cast<CqImpl*>(ev.element.cq->cq_context)) cq->mark_overrun();
-      break;
-    case AsyncEventType::kQpFatal:
-    case AsyncEventType::kQpReqErr:
-    case AsyncEventType::kQpAccessErr:
-      if (auto* qp = static_cast<QpImpl*>(ev.element.qp->qp_context)) qp->mark_error();
-      out.qp_num = ev.element.qp->qp_num;
-      break;
-    case AsyncEventType::kCommEst:
-    case AsyncEventType::kSqDrained:
-    case AsyncEventType::kPathMig:
-    case AsyncEventType::kPathMigErr:
-    case AsyncEventType::kQpLastWqeReached:
-      out.qp_num = ev.element.qp->qp_num;
-      break;
-    case AsyncEventType::kPortActive:
-    case AsyncEventType::kPortErr:
-    case AsyncEventType::kLidChange:
-    case AsyncEventType::kPkeyChange:
-    case AsyncEventType::kSmChange:
-    case AsyncEventType::kClientReregister:
-    case AsyncEventType::kGidChange:
-      out.port = static_cast<std::uint8_t>(ev.element.port_num);
-      break;
-    default:
-      break;
+  {
+    // The lock keeps the object alive while it is marked: its destructor
+    // unwatches it (taking the lock) before destroying the ibv object.
+    std::lock_guard lock(watch_mutex_);
+    auto qp_num_of = [&](const ibv_qp* qp) -> std::uint32_t {
+      const auto it = qps_.find(qp);
+      return it == qps_.end() ? 0 : it->second.qp_num;
+    };
+    switch (*type) {
+      case AsyncEventType::kCqErr:
+        if (const auto it = cqs_.find(ev.element.cq); it != cqs_.end()) it->second->mark_overrun();
+        break;
+      case AsyncEventType::kQpFatal:
+      case AsyncEventType::kQpReqErr:
+      case AsyncEventType::kQpAccessErr:
+        if (const auto it = qps_.find(ev.element.qp); it != qps_.end()) it->second.owner->mark_error();
+        out.qp_num = qp_num_of(ev.element.qp);
+        break;
+      case AsyncEventType::kCommEst:
+      case AsyncEventType::kSqDrained:
+      case AsyncEventType::kPathMig:
+      case AsyncEventType::kPathMigErr:
+      case AsyncEventType::kQpLastWqeReached:
+        out.qp_num = qp_num_of(ev.element.qp);
+        break;
+      case AsyncEventType::kPortActive:
+      case AsyncEventType::kPortErr:
+      case AsyncEventType::kLidChange:
+      case AsyncEventType::kPkeyChange:
+      case AsyncEventType::kSmChange:
+      case AsyncEventType::kClientReregister:
+      case AsyncEventType::kGidChange:
+        out.port = static_cast<std::uint8_t>(ev.element.port_num);
+        break;
+      default:
+        break;
+    }
   }
   try {
     out.description = describe_async_event(out.type, device_, out.qp_num, out.port);

@@ -17,18 +17,21 @@ Result<std::shared_ptr<CqImpl>> CqImpl::create(std::shared_ptr<DeviceImpl> dev, 
                             std::to_string(max));
   }
   std::shared_ptr<CqImpl> cq(new CqImpl(dev));
-  // cq_context lets the async event thread find this object from a CQ_ERR.
-  cq->cq_.reset(::ibv_create_cq(dev->context(), static_cast<int>(depth), cq.get(), nullptr, 0));
+  cq->cq_.reset(::ibv_create_cq(dev->context(), static_cast<int>(depth), nullptr, nullptr, 0));
   if (!cq->cq_) {
     return resource_exhausted("create_cq: ibv_create_cq(" + dev->name() + ", " + std::to_string(depth) +
                               ") failed: " + errno_text(errno));
   }
+  // Lets the async event thread find this object from a CQ_ERR.
+  dev->events().watch(cq->cq_.get(), cq.get());
   return cq;
 }
 
-// ibv_destroy_cq waits until the async event thread has acknowledged every
-// event of this CQ, so mark_overrun() never runs on a destroyed object.
-CqImpl::~CqImpl() = default;
+// Once unwatched, the async event thread no longer reaches this object;
+// ibv_destroy_cq then waits until it has acknowledged every event of the CQ.
+CqImpl::~CqImpl() {
+  if (cq_) dev_->events().unwatch(cq_.get());
+}
 
 void CqImpl::fail(const char* what, int detail) noexcept {
   bool expected = false;

@@ -29,6 +29,8 @@ class DeviceImpl final : public Device, public std::enable_shared_from_this<Devi
   ibv_context* context() const noexcept { return ctx_.get(); }
   const PortSetup& port() const noexcept { return port_; }
   bool odp() const noexcept { return odp_; }
+  // CQs and QPs register here so that their async events find them.
+  AsyncEventPump& events() noexcept { return events_; }
 
  private:
   DeviceImpl(ContextPtr ctx, DeviceInfo info, PortSetup port, bool odp)

@@ -57,7 +57,6 @@ Result<std::unique_ptr<QpImpl>> QpImpl::create(std::shared_ptr<PdImpl> pd, const
   }
   std::unique_ptr<QpImpl> qp(new QpImpl(pd, config, scq, rcq));
   ibv_qp_init_attr a{};
-  a.qp_context = qp.get();  // lets the async event thread find this object
   a.send_cq = scq->cq();
   a.recv_cq = rcq->cq();
   a.qp_type = IBV_QPT_RC;
@@ -77,6 +76,8 @@ Result<std::unique_ptr<QpImpl>> QpImpl::create(std::shared_ptr<PdImpl> pd, const
   }
   scq->note_use(true, false);
   rcq->note_use(false, true);
+  // Lets the async event thread find this object from a QP event.
+  dev.events().watch(qp->qp_.get(), qp.get(), qp->qp_->qp_num);
   return qp;
 }
 
@@ -84,6 +85,7 @@ QpImpl::~QpImpl() {
   // rdma_cm first says goodbye to the peer; the QP goes before its cm_id
   // (which does not own it) and before the CQs and PD (members above).
   if (cm_) cm_->disconnect();
+  if (qp_) pd_->dev().events().unwatch(qp_.get());
   qp_.reset();
   cm_.reset();
 }

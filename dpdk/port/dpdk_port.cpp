@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "port/eal.hpp"
+#include "port/mesh_port.hpp"
 #include "port/port.hpp"
 #include "port/port_link.hpp"
 #include "port/spec.hpp"
@@ -61,7 +62,7 @@ constexpr std::uint16_t kCtlEtherType = 0x88B5;  // IEEE local experimental
 constexpr std::array<std::uint8_t, 8> kCtlMagic = {'R', 'M', 'A', 'P', 'O', 'R', 'T', 1};
 constexpr std::uint8_t kFin = 1, kFinAck = 2;
 constexpr auto kFinAckWait = 1000ms;             // active close: wait for FIN-ACK
-constexpr auto kLinkDownWait = 1000ms;           // passive close: wait for the peer to disconnect
+constexpr auto kLinkDownWait = 5000ms;           // passive close: wait for the peer to disconnect (a mesh peer tears its links down one at a time)
 
 std::atomic<unsigned> g_seq{0};
 std::atomic<unsigned> g_open_links{0};
@@ -836,6 +837,7 @@ DpdkObjectCounts dpdk_object_counts() noexcept {
 Result<std::unique_ptr<Link>> open_port(std::string_view spec) {
   RMA_ASSIGN_OR_RETURN(port::PortSpec ps, port::parse_port_spec(spec));
   RMA_RETURN_IF_ERROR(ensure_eal().with_context("open_port(" + std::string(spec) + ")"));
+  if (ps.kind == port::PortKind::kMemifMesh) return port::open_memif_mesh(ps);
   auto p = std::make_unique<port::DpdkPort>(std::move(ps));
   Status st = p->open();
   if (!st.ok()) return st;  // ~DpdkPort releases what open() created

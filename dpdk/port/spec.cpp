@@ -1,7 +1,9 @@
 #include "port/spec.hpp"
 
 #include <cctype>
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <vector>
 
 namespace rma::roce::port {
@@ -11,7 +13,8 @@ constexpr std::string_view kGrammar =
     "valid port specs: memif:server:<socket>[,rsize=N][,bsize=N][,wait=MS] | "
     "memif:client:<socket>[,...same] | ring:<name> | "
     "af_packet:<ifname>[,framesz=N][,blocksz=N][,framecnt=N] | tap:<ifname> | "
-    "pci:<domain:bus:dev.fn> ; every kind also takes ,ip=a.b.c.d and ,mac=xx:xx:xx:xx:xx:xx";
+    "pci:<domain:bus:dev.fn> | memif-mesh:<job>,rank=R,size=N[,rsize=N][,bsize=N][,wait=MS] ; "
+    "every kind but memif-mesh also takes ,ip=a.b.c.d and ,mac=xx:xx:xx:xx:xx:xx";
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
@@ -42,7 +45,7 @@ Result<std::uint32_t> parse_u32(std::string_view key, std::string_view text, std
 bool valid_name_char(char c, PortKind kind) {
   if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') return true;
   if (kind == PortKind::kPci && c == ':') return true;
-  if (kind == PortKind::kMemif && c == '/') return true;
+  if ((kind == PortKind::kMemif || kind == PortKind::kMemifMesh) && c == '/') return true;
   return false;
 }
 
@@ -75,6 +78,7 @@ const char* port_kind_name(PortKind kind) noexcept {
     case PortKind::kAfPacket: return "af_packet";
     case PortKind::kTap: return "tap";
     case PortKind::kPci: return "pci";
+    case PortKind::kMemifMesh: return "memif-mesh";
   }
   return "?";
 }
@@ -86,6 +90,7 @@ std::string PortSpec::canonical() const {
   s += ':';
   if (kind == PortKind::kMemif) s += memif_server ? "server:" : "client:";
   s += name;
+  if (kind == PortKind::kMemifMesh) s += ",rank=" + std::to_string(rank) + ",size=" + std::to_string(size);
   return s;
 }
 
@@ -149,6 +154,10 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     out.kind = PortKind::kTap;
   } else if (kind == "pci") {
     out.kind = PortKind::kPci;
+  } else if (kind == "memif-mesh") {
+    out.kind = PortKind::kMemifMesh;
+    out.memif_rsize = 9;     // size - 1 links per process: smaller rings
+    out.link_wait_ms = 30000;  // ranks start in any order, at any pace
   } else {
     return invalid_argument(quoted + "unknown kind '" + std::string(kind) + "'; " + std::string(kGrammar));
   }
@@ -158,6 +167,7 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
   std::size_t max_len = 64;
   if (out.kind == PortKind::kAfPacket || out.kind == PortKind::kTap) max_len = 15;  // IFNAMSIZ - 1
   if (out.kind == PortKind::kMemif) max_len = 100;                                   // sun_path
+  if (out.kind == PortKind::kMemifMesh) max_len = 80;  // + ".<rank>.<rank>" per link
   if (rest.size() > max_len) {
     return invalid_argument(quoted + "name '" + std::string(rest) + "' is longer than " +
                             std::to_string(max_len) + " characters");
@@ -176,6 +186,7 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
   }
   out.name = std::string(rest);
 
+  bool have_rank = false;
   for (std::size_t i = 1; i < fields.size(); ++i) {
     std::string_view opt = fields[i];
     std::size_t eq = opt.find('=');
@@ -184,6 +195,24 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     }
     std::string_view key = opt.substr(0, eq), val = opt.substr(eq + 1);
     auto bad = [&](const Status& s) { return s.with_context(quoted.substr(0, quoted.size() - 2)); };
+    const bool memif_like = out.kind == PortKind::kMemif || out.kind == PortKind::kMemifMesh;
+    if (out.kind == PortKind::kMemifMesh && (key == "ip" || key == "mac")) {
+      return invalid_argument(quoted + "memif-mesh derives each rank's " + std::string(key) +
+                              " from its rank; '" + std::string(key) + "=' is not accepted");
+    }
+    if (out.kind == PortKind::kMemifMesh && key == "rank") {
+      auto r = parse_u32(key, val, 0, kMaxMeshSize - 1);
+      if (!r.ok()) return bad(r.status());
+      out.rank = *r;
+      have_rank = true;
+      continue;
+    }
+    if (out.kind == PortKind::kMemifMesh && key == "size") {
+      auto r = parse_u32(key, val, 1, kMaxMeshSize);
+      if (!r.ok()) return bad(r.status());
+      out.size = *r;
+      continue;
+    }
     if (key == "ip") {
       auto r = parse_ipv4(val);
       if (!r.ok()) return bad(r.status());
@@ -198,13 +227,13 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     }
     Result<std::uint32_t> r = invalid_argument("");
     std::uint32_t* dst = nullptr;
-    if (out.kind == PortKind::kMemif && key == "rsize") {
+    if (memif_like && key == "rsize") {
       r = parse_u32(key, val, 1, 14);
       dst = &out.memif_rsize;
-    } else if (out.kind == PortKind::kMemif && key == "bsize") {
+    } else if (memif_like && key == "bsize") {
       r = parse_u32(key, val, 128, 65535);
       dst = &out.memif_bsize;
-    } else if (out.kind == PortKind::kMemif && key == "wait") {
+    } else if (memif_like && key == "wait") {
       r = parse_u32(key, val, 0, 3600000);
       dst = &out.link_wait_ms;
     } else if (out.kind == PortKind::kAfPacket && key == "framesz") {
@@ -223,6 +252,18 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     if (!r.ok()) return bad(r.status());
     *dst = *r;
   }
+  if (out.kind == PortKind::kMemifMesh) {
+    if (!have_rank || out.size == 0) {
+      return invalid_argument(quoted + "memif-mesh needs rank=R and size=N (rank 0..N-1, N 1.." +
+                              std::to_string(kMaxMeshSize) + ")");
+    }
+    if (out.rank >= out.size) {
+      return invalid_argument(quoted + "rank " + std::to_string(out.rank) + " is not below size " +
+                              std::to_string(out.size));
+    }
+    out.mac = mesh_mac(out.rank);
+    out.ipv4 = mesh_ipv4(out.rank);
+  }
   if (out.kind == PortKind::kAfPacket) {
     if (out.blocksz % 4096 != 0 || out.blocksz < out.framesz || out.blocksz % out.framesz != 0 ||
         (out.framesz & (out.framesz - 1)) != 0) {
@@ -234,6 +275,28 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     }
   }
   return out;
+}
+
+MacAddress mesh_mac(std::uint32_t rank) noexcept {
+  // Locally administered unicast, "RMA" in the middle.
+  return {0x02, 0x52, 0x4d, 0x41, static_cast<std::uint8_t>(rank >> 8), static_cast<std::uint8_t>(rank)};
+}
+
+std::uint32_t mesh_ipv4(std::uint32_t rank) noexcept { return (10u << 24) | (82u << 16) | ((rank + 1) & 0xffffu); }
+
+std::string mesh_socket(std::string_view job, std::uint32_t a, std::uint32_t b) {
+  return std::string(job) + "." + std::to_string(std::min(a, b)) + "." + std::to_string(std::max(a, b));
+}
+
+std::string mesh_member_spec(const PortSpec& mesh, std::uint32_t peer) {
+  const MacAddress m = mesh_mac(mesh.rank);
+  char mac[24];
+  std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  const std::uint32_t ip = mesh_ipv4(mesh.rank);
+  return std::string("memif:") + (mesh.rank < peer ? "server:" : "client:") + mesh_socket(mesh.name, mesh.rank, peer) +
+         ",rsize=" + std::to_string(mesh.memif_rsize) + ",bsize=" + std::to_string(mesh.memif_bsize) +
+         ",wait=" + std::to_string(mesh.rank < peer ? 0 : mesh.link_wait_ms) + ",mac=" + mac + ",ip=" + std::to_string(ip >> 24) + "." +
+         std::to_string((ip >> 16) & 255) + "." + std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
 }
 
 }  // namespace rma::roce::port

@@ -12,6 +12,11 @@
 //   af_packet:<ifname>[,framesz=N][,blocksz=N][,framecnt=N]  (root/CAP_NET_RAW)
 //   tap:<ifname>       creates a tap interface (root/CAP_NET_ADMIN); max frame 1518
 //   pci:<bdf>          a NIC bound to a DPDK driver, e.g. pci:0000:3b:00.0
+//   memif-mesh:<job>,rank=R,size=N[,rsize=..][,bsize=..][,wait=..]
+//       one memif link to every other rank of an N-process job on this
+//       machine (abstract sockets <job>.<i>.<j>, the lower rank serves) and
+//       loopback, composed into one Link; rank R's MAC and IPv4 are
+//       mesh_mac(R) and mesh_ipv4(R) (ip= and mac= are not accepted).
 // Options valid for every kind:
 //   ip=a.b.c.d         IPv4 address reported in LinkInfo (default: none)
 //   mac=xx:xx:xx:xx:xx:xx   MAC address (default: the PMD's)
@@ -28,7 +33,7 @@
 
 namespace rma::roce::port {
 
-enum class PortKind { kMemif, kRing, kAfPacket, kTap, kPci };
+enum class PortKind { kMemif, kRing, kAfPacket, kTap, kPci, kMemifMesh };
 
 const char* port_kind_name(PortKind kind) noexcept;
 
@@ -42,12 +47,15 @@ struct PortSpec {
   std::uint32_t memif_rsize = 10;     // log2 of ring slots
   std::uint32_t memif_bsize = 9216;   // bytes per descriptor buffer = max frame (see dpdk_port.cpp)
   std::uint32_t link_wait_ms = 10000; // open_port waits this long for link up
+  // memif-mesh
+  std::uint32_t rank = 0, size = 0;
   // af_packet
   std::uint32_t framesz = 8192;
   std::uint32_t blocksz = 16384;
   std::uint32_t framecnt = 1024;
 
-  // "memif:server:rma-softroce": kind and name, no options.
+  // "memif:server:rma-softroce": kind and name, no options (a mesh adds
+  // its rank and size).
   std::string canonical() const;
 };
 
@@ -55,6 +63,19 @@ struct PortSpec {
 std::string_view spec_grammar() noexcept;
 
 Result<PortSpec> parse_port_spec(std::string_view spec);
+
+// A memif mesh has at most this many ranks (each opens size - 1 memif links).
+constexpr std::uint32_t kMaxMeshSize = 64;
+// Rank r's addresses in a memif mesh: 02:52:4d:41:<r/256>:<r%256> and
+// 10.82.<(r+1)/256>.<(r+1)%256>; both unique per rank, never multicast.
+MacAddress mesh_mac(std::uint32_t rank) noexcept;
+std::uint32_t mesh_ipv4(std::uint32_t rank) noexcept;  // host byte order
+// The abstract socket joining ranks a and b (a != b) of mesh `job`.
+std::string mesh_socket(std::string_view job, std::uint32_t a, std::uint32_t b);
+// The memif spec that mesh.rank opens to reach rank `peer`. The lower rank
+// serves and opens without waiting (wait=0; open_memif_mesh waits for its
+// links after connecting its clients); the client waits up to mesh's wait.
+std::string mesh_member_spec(const PortSpec& mesh, std::uint32_t peer);
 
 Result<std::uint32_t> parse_ipv4(std::string_view text);  // host byte order
 Result<MacAddress> parse_mac(std::string_view text);

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "provider/counter_samples.hpp"
+#include "provider/progress_thread.hpp"
 #include "provider/softroce_device.hpp"
 #include "rma/provider_checks.hpp"
 #include "rc/engine.hpp"
@@ -88,10 +89,14 @@ class DeviceImpl final : public SoftRoceDevice, public std::enable_shared_from_t
     engine_->progress();
   }
   roce::rc::Engine& engine() noexcept { return *engine_; }
+  Status start_progress_thread() {
+    return progress_.start(engine_.get(), std::chrono::microseconds(options_.progress_interval_us));
+  }
 
  private:
   DeviceInfo info_;
   std::unique_ptr<roce::rc::Engine> engine_;
+  ProgressThread progress_;  // after engine_: stops before the engine goes
   DeviceOptions options_;
   std::vector<std::uint32_t> live_qps_;  // guarded by engine_->mutex()
 };
@@ -440,7 +445,10 @@ Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link>
   c.atomics = true;
   c.path_mtu = mtu;
   (void)ip_text;
-  return std::shared_ptr<Device>(std::make_shared<DeviceImpl>(std::move(d), std::move(engine), std::move(options)));
+  const bool background = options.progress_interval_us != 0;
+  auto dev = std::make_shared<DeviceImpl>(std::move(d), std::move(engine), std::move(options));
+  if (background) RMA_RETURN_IF_ERROR(dev->start_progress_thread());
+  return std::shared_ptr<Device>(std::move(dev));
 }
 
 }  // namespace rma::softroce

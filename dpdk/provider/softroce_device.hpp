@@ -5,8 +5,16 @@
 //
 // Threading: one mutex per device serialises everything (post, post_recv,
 // poll, progress, registration, QP and CQ life cycle). post()/post_recv()
-// and CompletionQueue::poll() drive progress (receive, timers, transmit);
-// no threads are started. Any thread may call any object.
+// and CompletionQueue::poll() drive progress (receive, timers, transmit).
+// Any thread may call any object.
+//
+// A NIC answers RDMA READs, WRITEs and atomics while its host computes or
+// sleeps; a software NIC only when someone progresses it. With
+// progress_interval_us set, a background thread runs progress() whenever
+// that long passed without any (it takes the lock only if it is free, so a
+// busy-polling program never waits for it): a target inside a barrier, a
+// bootstrap exchange or its own computation still acknowledges, and its
+// peers do not exhaust their retries on it.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +40,9 @@ struct DeviceOptions {
   // Transport timer codes for QPs whose QpConfig leaves the field at the
   // contract's default (RMA_SOFTROCE_TIMEOUT, _RETRY_CNT, _RNR_RETRY).
   std::optional<std::uint8_t> timeout, retry_cnt, rnr_retry;
+  // Background progress when idle this long (RMA_SOFTROCE_PROGRESS_US for
+  // the provider's devices); 0 = no thread, progress only from calls.
+  std::uint32_t progress_interval_us = 0;
 };
 
 // Extra surface of a softroce device beyond rma::Device.

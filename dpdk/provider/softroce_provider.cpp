@@ -1,5 +1,7 @@
 // The "softroce" provider: a software RoCE v2 NIC on a DPDK port
 // (RMA_SOFTROCE_PORT), registered in the engine's provider registry.
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +23,7 @@ constexpr const char* kPcapVar = "RMA_SOFTROCE_PCAP";
 constexpr const char* kTimeoutVar = "RMA_SOFTROCE_TIMEOUT";
 constexpr const char* kRetryVar = "RMA_SOFTROCE_RETRY_CNT";
 constexpr const char* kRnrRetryVar = "RMA_SOFTROCE_RNR_RETRY";
+constexpr const char* kProgressVar = "RMA_SOFTROCE_PROGRESS_US";
 constexpr const char* kDeviceName = "softroce0";
 
 Status declare_variables() {
@@ -28,7 +31,12 @@ Status declare_variables() {
   RMA_RETURN_IF_ERROR(config::declare({kPortVar, roce::default_port_spec(),
                                        "DPDK port of the softroce provider: memif:server:<sock>, "
                                        "memif:client:<sock>, af_packet:<if>, tap:<if>, ring:<name>, "
-                                       "pci:<bdf>; options ,ip=a.b.c.d ,mac=xx:..:xx"}));
+                                       "pci:<bdf>, memif-mesh:<job>,rank=R,size=N; options ,ip=a.b.c.d "
+                                       ",mac=xx:..:xx. Unset under rmarun: a memif mesh of the job's ranks"}));
+  RMA_RETURN_IF_ERROR(config::declare({kProgressVar, "200",
+                                       "softroce: a background thread progresses the device after this "
+                                       "many microseconds without progress (a target answers while its "
+                                       "program computes or waits); 0 = no thread"}));
   RMA_RETURN_IF_ERROR(config::declare({kMtuVar, "0",
                                        "softroce path MTU in bytes (256, 512, 1024, 2048, 4096); "
                                        "0 = the largest the port carries"}));
@@ -58,6 +66,31 @@ Result<std::optional<std::uint8_t>> configured_code(const char* var, std::uint64
   return std::optional<std::uint8_t>{static_cast<std::uint8_t>(v)};
 }
 
+// Under rmarun (RMA_RANK, RMA_SIZE and RMA_BOOTSTRAP_ADDR set) with no
+// RMA_SOFTROCE_PORT: a memif mesh joining the job's ranks, named after the
+// job's bootstrap socket so that concurrent jobs do not meet.
+std::optional<std::string> launcher_mesh_spec() {
+  const char* rank = std::getenv("RMA_RANK");
+  const char* size = std::getenv("RMA_SIZE");
+  const char* job = std::getenv("RMA_BOOTSTRAP_ADDR");
+  if (rank == nullptr || size == nullptr || job == nullptr || *job == '\0') return std::nullopt;
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the bootstrap address
+  for (const char* p = job; *p != '\0'; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  char name[32];
+  std::snprintf(name, sizeof name, "rma-job-%016llx", static_cast<unsigned long long>(h));
+  return std::string("memif-mesh:") + name + ",rank=" + rank + ",size=" + size;
+}
+
+// The port spec: RMA_SOFTROCE_PORT when set, else the launcher's mesh, else
+// the default.
+Result<std::string> port_spec() {
+  const char* set = std::getenv(kPortVar);
+  if (set == nullptr || *set == '\0') {
+    if (auto mesh = launcher_mesh_spec()) return *mesh;
+  }
+  return config::get_string(kPortVar);
+}
+
 Result<std::uint32_t> configured_mtu() {
   RMA_ASSIGN_OR_RETURN(std::uint64_t mtu, config::get_size(kMtuVar));
   if (mtu != 0 && (mtu < 256 || mtu > 4096 || (mtu & (mtu - 1)) != 0)) {
@@ -78,7 +111,7 @@ class SoftRoceProvider final : public Provider {
   Result<std::vector<DeviceInfo>> query_devices() override {
     // Described from the spec: opening a DPDK port (and the EAL) just to
     // list it would be slow and could wait for a memif peer.
-    RMA_ASSIGN_OR_RETURN(std::string spec, config::get_string(kPortVar));
+    RMA_ASSIGN_OR_RETURN(std::string spec, port_spec());
     auto parsed = roce::port::parse_port_spec(spec);
     if (!parsed.ok()) {
       return parsed.status().with_context(std::string(kPortVar) + "=\"" + spec + "\"");
@@ -117,9 +150,14 @@ class SoftRoceProvider final : public Provider {
       return not_found("softroce provider has no device \"" + std::string(name) +
                        "\"; available: " + kDeviceName);
     }
-    RMA_ASSIGN_OR_RETURN(std::string spec, config::get_string(kPortVar));
+    RMA_ASSIGN_OR_RETURN(std::string spec, port_spec());
     RMA_ASSIGN_OR_RETURN(std::uint32_t mtu, configured_mtu());
     RMA_ASSIGN_OR_RETURN(std::string pcap, config::get_string(kPcapVar));
+    RMA_ASSIGN_OR_RETURN(std::uint64_t progress_us, config::get_size(kProgressVar));
+    if (progress_us > 1000000) {
+      return invalid_argument(std::string(kProgressVar) + "=" + std::to_string(progress_us) +
+                              ": must be 0 (off) .. 1000000 microseconds");
+    }
     RMA_ASSIGN_OR_RETURN(auto timeout, configured_code(kTimeoutVar, 31));
     RMA_ASSIGN_OR_RETURN(auto retry_cnt, configured_code(kRetryVar, 7));
     RMA_ASSIGN_OR_RETURN(auto rnr_retry, configured_code(kRnrRetryVar, 7));
@@ -133,6 +171,7 @@ class SoftRoceProvider final : public Provider {
     o.timeout = timeout;
     o.retry_cnt = retry_cnt;
     o.rnr_retry = rnr_retry;
+    o.progress_interval_us = static_cast<std::uint32_t>(progress_us);
     auto dev = open_softroce_device(std::move(link).value(), o);
     if (!dev.ok()) return dev.status().with_context(where);
     return dev;

@@ -179,6 +179,7 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
 }
 
 void Engine::progress() noexcept {
+  progress_calls_.store(progress_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   now_ = Clock::now();
   // Receive everything waiting (bounded), so ACKs queued behind a burst of
   // data are seen before the retransmission timers run.

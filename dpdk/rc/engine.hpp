@@ -22,6 +22,7 @@
 // slot before it returns.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,9 @@ class Engine final : private FrameSink {
 
   // Data path: receive, run timers, transmit.
   void progress() noexcept;
+  // How many times progress() ran; read without the lock (a background
+  // progress thread skips its turn when someone else progressed meanwhile).
+  std::uint64_t progress_calls() const noexcept { return progress_calls_.load(std::memory_order_relaxed); }
 
   // Transmit staging for QPs: a payload buffer of path-MTU bytes in the next
   // free slot (nullptr when the ring is full), then commit with the headers.
@@ -124,6 +128,8 @@ class Engine final : private FrameSink {
   std::uint16_t ip_id_ = 0;
   std::uint64_t rng_state_ = 0;
   Clock::time_point now_{};
+  // Written only under mutex_ (a plain load+store, not a locked increment).
+  std::atomic<std::uint64_t> progress_calls_{0};
 
   std::unique_ptr<PcapWriter> pcap_;
   DeviceCounters dev_;

@@ -296,8 +296,15 @@ int rma_barrier(rma_Comm comm) {
     RMA_ASSIGN_OR_RETURN(Context * c, context());
     if (comm == RMA_COMM_SELF) return {};
     RMA_RETURN_IF_ERROR(check_comm(comm));
+    // Progress on both sides of the barrier, as rma_win_sync does: a
+    // software NIC reads and writes windows on its own thread under the
+    // device lock, and these make this rank's stores before the barrier
+    // visible to it and its writes visible to loads after. (MPI asks for
+    // rma_win_sync here; doing it anyway costs two polls.)
+    if (c->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
     Status b = c->bootstrap().barrier();
     if (!b.ok()) return class_error(RMA_ERR_OTHER, b.message());
+    if (c->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
     return {};
   });
 }
@@ -722,9 +729,13 @@ int rma_win_flush_local_all(rma_Win win) {
 int rma_win_sync(rma_Win win) {
   return win_call(win, "rma_win_sync", [&]() -> Status {
     // A full barrier between this rank's loads/stores of its window and the
-    // NIC's (a locked RMW; ThreadSanitizer understands it, unlike a fence).
+    // NIC's (a locked RMW; ThreadSanitizer understands it, unlike a fence),
+    // then progress: a software NIC writes the window on its own thread
+    // under the device lock, which progress() takes, so later loads are
+    // ordered after everything it wrote so far.
     static std::atomic<int> barrier_word{0};
     barrier_word.fetch_add(0, std::memory_order_seq_cst);
+    if (win->ctx->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
     return {};
   });
 }

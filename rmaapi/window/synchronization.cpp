@@ -144,8 +144,16 @@ Status fence(rma_win_s* win, int assert_) {
     const StatusCode rc = win->ctx->eps().endpoint(t).flush();
     if (rc != StatusCode::kOk) return transport_error(win, "rma_win_fence", t, rc);
   }
+  // This rank's stores to its window before the fence become visible to a
+  // software NIC's thread (it takes the device lock that progress() takes).
+  if (win->ctx->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
   Status b = win->ctx->bootstrap().barrier();
   if (!b.ok()) return class_error(RMA_ERR_OTHER, "the fence's barrier failed: " + b.message());
+  // What other ranks put here completed before they reached the barrier; a
+  // software NIC wrote it on its own thread under the device lock, which
+  // progress() takes: this rank's loads after the fence are ordered after
+  // those writes (for the memory model and ThreadSanitizer alike).
+  if (win->ctx->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
   win->fence_open = (assert_ & RMA_MODE_NOSUCCEED) == 0;
   return {};
 }
@@ -312,6 +320,8 @@ Status wait(rma_win_s* win) {
     RMA_RETURN_IF_ERROR(wait_until(win, [&] { return load(w) >= want; },
                                    "rma_win_wait: rma_win_complete of rank " + std::to_string(r)));
   }
+  // As in fence: order this rank's later loads after the NIC's writes.
+  if (win->ctx->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
   win->post_active = false;
   win->post_group.clear();
   return {};

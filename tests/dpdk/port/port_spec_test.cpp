@@ -74,4 +74,44 @@ INSTANTIATE_TEST_SUITE_P(
                       BadSpec{"af_packet:eth0,framesz=3000", "power of two"},
                       BadSpec{"af_packet:averyveryverylongifname", "longer than 15"},
                       BadSpec{"ring:a b", "may contain only"}, BadSpec{"pci:xyz", "not a PCI address"},
-                      BadSpec{"pci:0000:3b:00.9", "not a PCI address"}));
+                      BadSpec{"pci:0000:3b:00.9", "not a PCI address"},
+                      BadSpec{"memif-mesh:job", "needs rank=R and size=N"},
+                      BadSpec{"memif-mesh:job,rank=0", "needs rank=R and size=N"},
+                      BadSpec{"memif-mesh:job,rank=3,size=3", "rank 3 is not below size 3"},
+                      BadSpec{"memif-mesh:job,rank=0,size=65", "size"},
+                      BadSpec{"memif-mesh:job,rank=0,size=2,ip=10.0.0.1", "derives each rank's ip"},
+                      BadSpec{"memif-mesh:job,rank=0,size=2,mac=02:00:00:00:00:01", "derives each rank's mac"},
+                      BadSpec{"memif-mesh:job,rank=0,size=2,framesz=4096", "unknown option 'framesz'"}));
+
+TEST(PortSpec, MemifMeshGivesEveryRankItsAddressesAndLinks) {
+  auto m = parse_port_spec("memif-mesh:rma-job-1,rank=2,size=4,rsize=8,wait=500").value();
+  EXPECT_EQ(m.kind, PortKind::kMemifMesh);
+  EXPECT_EQ(m.name, "rma-job-1");
+  EXPECT_EQ(m.rank, 2u);
+  EXPECT_EQ(m.size, 4u);
+  EXPECT_EQ(m.memif_rsize, 8u);
+  EXPECT_EQ(m.link_wait_ms, 500u);
+  EXPECT_EQ(m.canonical(), "memif-mesh:rma-job-1,rank=2,size=4");
+  ASSERT_TRUE(m.mac.has_value());
+  EXPECT_EQ(*m.mac, mesh_mac(2));
+  EXPECT_EQ(m.ipv4, mesh_ipv4(2));
+  EXPECT_EQ(mesh_ipv4(0), 0x0A520001u);  // 10.82.0.1
+  EXPECT_NE(mesh_mac(1), mesh_mac(257));
+  EXPECT_EQ(mesh_mac(5)[0] & 1, 0);  // unicast
+  EXPECT_EQ(mesh_socket("j", 3, 1), "j.1.3");
+  EXPECT_EQ(mesh_socket("j", 1, 3), "j.1.3");
+  // The lower rank serves; both ends name one socket; the member spec parses.
+  const std::string to1 = mesh_member_spec(m, 1), to3 = mesh_member_spec(m, 3);
+  EXPECT_EQ(to1.rfind("memif:client:rma-job-1.1.2,", 0), 0u) << to1;
+  EXPECT_EQ(to3.rfind("memif:server:rma-job-1.2.3,", 0), 0u) << to3;
+  auto member = parse_port_spec(to3).value();
+  EXPECT_EQ(member.memif_rsize, 8u);
+  EXPECT_EQ(member.link_wait_ms, 0u);  // a server does not wait in open_port
+  EXPECT_EQ(parse_port_spec(to1).value().link_wait_ms, 500u);
+  EXPECT_EQ(*member.mac, mesh_mac(2));
+  EXPECT_EQ(member.ipv4, mesh_ipv4(2));
+  // Defaults: smaller rings, a longer wait than a single memif port.
+  auto d = parse_port_spec("memif-mesh:x,rank=0,size=1").value();
+  EXPECT_EQ(d.memif_rsize, 9u);
+  EXPECT_EQ(d.link_wait_ms, 30000u);
+}

@@ -170,12 +170,10 @@ TEST_P(RcSoak, MixedOperationsBothDirections) {
   o.faults.max_delay_polls = 4;
   o.faults.seed = 1234;
   o.qp.max_send_wr = kSlots;
-  // The local ACK timeout must exceed the round trip; sanitizers stretch it.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The local ACK timeout must exceed the round trip, which sanitizers and
+  // a loaded machine (this one thread descheduled for milliseconds between
+  // polls) stretch: 2.1 ms ran out of retries under load.
   o.qp.timeout = 12;  // 16.8 ms
-#else
-  o.qp.timeout = 9;   // 2.1 ms
-#endif
   o.cq_depth = 4 * kSlots;
   auto pair = Pair::make(o);
   ASSERT_NE(pair, nullptr);

@@ -1,0 +1,155 @@
+#include "link/mesh_link.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace rma::roce {
+
+namespace {
+std::string mac_text(const MacAddress& m) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return b;
+}
+}  // namespace
+
+Result<std::unique_ptr<MeshLink>> MeshLink::create(LinkInfo self, std::vector<MeshMember> members,
+                                                   std::uint32_t loopback_slots) {
+  if (loopback_slots == 0) return invalid_argument("mesh link " + self.name + ": loopback_slots must be at least 1");
+  if (self.max_frame < 64) {
+    return invalid_argument("mesh link " + self.name + ": max_frame " + std::to_string(self.max_frame) +
+                            " is smaller than a minimal Ethernet frame");
+  }
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!members[i].link) return invalid_argument("mesh link " + self.name + ": member " + std::to_string(i) + " has no link");
+    if (members[i].peer == self.mac) {
+      return invalid_argument("mesh link " + self.name + ": member " + members[i].link->info().name +
+                              " leads to this device's own MAC " + mac_text(self.mac));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (members[j].peer == members[i].peer) {
+        return invalid_argument("mesh link " + self.name + ": members " + members[j].link->info().name + " and " +
+                                members[i].link->info().name + " both lead to MAC " + mac_text(members[i].peer));
+      }
+    }
+    self.max_frame = std::min(self.max_frame, members[i].link->info().max_frame);
+  }
+  return std::unique_ptr<MeshLink>(new MeshLink(std::move(self), std::move(members), loopback_slots));
+}
+
+MeshLink::MeshLink(LinkInfo self, std::vector<MeshMember> members, std::uint32_t loopback_slots)
+    : info_(std::move(self)),
+      members_(std::move(members)),
+      loop_store_(static_cast<std::size_t>(loopback_slots) * info_.max_frame),
+      loop_len_(loopback_slots) {}
+
+MeshLink::~MeshLink() {
+  std::vector<std::thread> closers;
+  for (MeshMember& m : members_) {
+    try {
+      closers.emplace_back([&m] { m.link.reset(); });
+    } catch (...) {
+      m.link.reset();  // no thread to spare: close it here
+    }
+  }
+  for (std::thread& t : closers) t.join();
+}
+
+std::size_t MeshLink::route(const TxFrame& f) const noexcept {
+  if (f.head.size() < 6) return kUnroutable;
+  MacAddress dst;
+  std::memcpy(dst.data(), f.head.data(), 6);
+  if (dst == info_.mac) return kLoopback;
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    if (members_[i].peer == dst) return i;
+  }
+  return kUnroutable;
+}
+
+bool MeshLink::loop_back(const TxFrame& f) noexcept {
+  if (loop_count_ == loop_len_.size()) return false;
+  const std::size_t slot = (loop_head_ + loop_count_) % loop_len_.size();
+  std::uint8_t* p = loop_store_.data() + slot * info_.max_frame;
+  std::size_t n = 0;
+  for (auto piece : {f.head, f.payload, f.tail}) {
+    std::memcpy(p + n, piece.data(), piece.size());
+    n += piece.size();
+  }
+  loop_len_[slot] = static_cast<std::uint32_t>(n);
+  ++loop_count_;
+  ++loop_counters_.tx_frames;
+  loop_counters_.tx_bytes += n;
+  ++mesh_.loopback_frames;
+  return true;
+}
+
+std::size_t MeshLink::transmit(std::span<const TxFrame> frames) noexcept {
+  std::size_t done = 0;
+  while (done < frames.size()) {
+    const std::size_t to = route(frames[done]);
+    if (to == kUnroutable || frames[done].size() > info_.max_frame) {
+      // Taken and dropped: nothing could ever carry it (no member owns the
+      // MAC, or it is larger than the mesh's max_frame).
+      ++mesh_.unroutable_frames;
+      ++done;
+      continue;
+    }
+    if (to == kLoopback) {
+      if (!loop_back(frames[done])) {
+        ++mesh_.loopback_full;
+        return done;
+      }
+      ++done;
+      continue;
+    }
+    // The run of consecutive frames for the same member goes in one burst.
+    std::size_t end = done + 1;
+    while (end < frames.size() && frames[end].size() <= info_.max_frame && route(frames[end]) == to) ++end;
+    const std::size_t want = end - done;
+    const std::size_t taken = members_[to].link->transmit(frames.subspan(done, want));
+    done += taken;
+    if (taken < want) return done;  // that member is full: later frames wait, in order
+  }
+  return done;
+}
+
+std::size_t MeshLink::poll(FrameSink& sink, std::size_t max) noexcept {
+  std::size_t got = 0;
+  // Loopback first: only frames queued before this call (a frame looped
+  // back while one is delivered waits for the next poll).
+  for (std::size_t n = loop_count_; n > 0 && got < max; --n) {
+    const std::size_t slot = loop_head_;
+    const std::uint32_t len = loop_len_[slot];
+    sink.on_frame({loop_store_.data() + slot * info_.max_frame, len});
+    loop_head_ = (loop_head_ + 1) % loop_len_.size();
+    --loop_count_;
+    ++loop_counters_.rx_frames;
+    loop_counters_.rx_bytes += len;
+    ++got;
+  }
+  const std::size_t m = members_.size();
+  for (std::size_t k = 0; k < m && got < max; ++k) {
+    const std::size_t i = (next_member_ + k) % m;
+    got += members_[i].link->poll(sink, max - got);
+  }
+  if (m != 0) next_member_ = (next_member_ + 1) % m;
+  return got;
+}
+
+LinkCounters MeshLink::counters() const noexcept {
+  LinkCounters c = loop_counters_;
+  for (const MeshMember& mm : members_) {
+    const LinkCounters l = mm.link->counters();
+    c.tx_frames += l.tx_frames;
+    c.tx_bytes += l.tx_bytes;
+    c.tx_dropped += l.tx_dropped;
+    c.rx_frames += l.rx_frames;
+    c.rx_bytes += l.rx_bytes;
+  }
+  return c;
+}
+
+}  // namespace rma::roce

@@ -1,0 +1,281 @@
+// MeshLink: routing by destination MAC, loopback, unroutable frames, a full
+// member keeping the order; three softroce devices joined by meshes of
+// fault links (each also talking to itself through loopback); the device's
+// background progress thread answering for a target nobody polls.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+#include "link/fault_link.hpp"
+#include "link/mesh_link.hpp"
+
+namespace rma::softroce::testing {
+namespace {
+
+using roce::FaultConfig;
+using roce::LinkInfo;
+using roce::MacAddress;
+using roce::MeshLink;
+using roce::MeshMember;
+using roce::TxFrame;
+
+MacAddress mac(std::uint8_t n) { return {2, 0, 0, 0, 0, n}; }
+
+struct Collect : roce::FrameSink {
+  std::vector<std::vector<std::uint8_t>> frames;
+  void on_frame(std::span<const std::uint8_t> f) noexcept override { frames.emplace_back(f.begin(), f.end()); }
+};
+
+// A 64-byte frame to `dst` whose byte 20 carries `tag`.
+std::vector<std::uint8_t> frame_to(const MacAddress& dst, std::uint8_t tag) {
+  std::vector<std::uint8_t> f(64, 0);
+  std::copy(dst.begin(), dst.end(), f.begin());
+  f[20] = tag;
+  return f;
+}
+
+LinkInfo self_info(std::uint8_t n) {
+  LinkInfo i;
+  i.name = "mesh" + std::to_string(n);
+  i.mac = mac(n);
+  i.ipv4 = 0x0A000000u + n;
+  i.max_frame = 9000;
+  return i;
+}
+
+TEST(MeshLink, RoutesByDestinationMacAndLoopsBackItsOwn) {
+  FaultConfig clean;
+  auto p1 = roce::make_fault_link_pair(clean);
+  auto p2 = roce::make_fault_link_pair(clean);
+  std::vector<MeshMember> m;
+  m.push_back({mac(1), std::move(p1.a)});
+  m.push_back({mac(2), std::move(p2.a)});
+  auto mesh = MeshLink::create(self_info(0), std::move(m)).value();
+  EXPECT_EQ(mesh->info().max_frame, 4096u + 128);  // the members' (fault link default) bound it
+
+  std::vector<std::vector<std::uint8_t>> bytes = {frame_to(mac(1), 1), frame_to(mac(1), 2), frame_to(mac(2), 3),
+                                                  frame_to(mac(0), 4), frame_to(mac(9), 5), frame_to(mac(2), 6)};
+  std::vector<TxFrame> frames;
+  for (auto& b : bytes) frames.push_back(TxFrame{{b.data(), b.size()}, {}, {}});
+  EXPECT_EQ(mesh->transmit(frames), frames.size());
+  EXPECT_EQ(mesh->mesh_counters().unroutable_frames, 1u);
+  EXPECT_EQ(mesh->mesh_counters().loopback_frames, 1u);
+
+  Collect at1, at2, back;
+  p1.b->poll(at1, 16);
+  p2.b->poll(at2, 16);
+  ASSERT_EQ(at1.frames.size(), 2u);
+  EXPECT_EQ(at1.frames[0][20], 1);
+  EXPECT_EQ(at1.frames[1][20], 2);
+  ASSERT_EQ(at2.frames.size(), 2u);
+  EXPECT_EQ(at2.frames[0][20], 3);
+  EXPECT_EQ(at2.frames[1][20], 6);
+  EXPECT_EQ(mesh->poll(back, 16), 1u);
+  ASSERT_EQ(back.frames.size(), 1u);
+  EXPECT_EQ(back.frames[0], bytes[3]);
+
+  // Frames from the peers come up through the mesh.
+  auto reply = frame_to(mac(0), 7);
+  TxFrame r{{reply.data(), reply.size()}, {}, {}};
+  EXPECT_EQ(p2.b->transmit({&r, 1}), 1u);
+  Collect up;
+  EXPECT_EQ(mesh->poll(up, 16), 1u);
+  ASSERT_EQ(up.frames.size(), 1u);
+  EXPECT_EQ(up.frames[0][20], 7);
+  const auto c = mesh->counters();
+  EXPECT_EQ(c.tx_frames, 5u);  // 4 to members + 1 looped back
+  EXPECT_EQ(c.rx_frames, 2u);
+}
+
+TEST(MeshLink, AFullMemberStopsTransmitInOrderAndLoopbackHasABound) {
+  FaultConfig small;
+  small.capacity = 2;
+  auto p1 = roce::make_fault_link_pair(small);
+  std::vector<MeshMember> m;
+  m.push_back({mac(1), std::move(p1.a)});
+  auto mesh = MeshLink::create(self_info(0), std::move(m), 2).value();
+  std::vector<std::vector<std::uint8_t>> bytes;
+  for (std::uint8_t i = 0; i < 4; ++i) bytes.push_back(frame_to(mac(1), i));
+  std::vector<TxFrame> frames;
+  for (auto& b : bytes) frames.push_back(TxFrame{{b.data(), b.size()}, {}, {}});
+  EXPECT_EQ(mesh->transmit(frames), 2u);  // the member holds two
+  Collect at1;
+  p1.b->poll(at1, 16);
+  EXPECT_EQ(mesh->transmit(std::span(frames).subspan(2)), 2u);
+  p1.b->poll(at1, 16);
+  ASSERT_EQ(at1.frames.size(), 4u);
+  for (std::uint8_t i = 0; i < 4; ++i) EXPECT_EQ(at1.frames[i][20], i);
+
+  std::vector<std::vector<std::uint8_t>> own;
+  for (std::uint8_t i = 0; i < 3; ++i) own.push_back(frame_to(mac(0), i));
+  std::vector<TxFrame> loops;
+  for (auto& b : own) loops.push_back(TxFrame{{b.data(), b.size()}, {}, {}});
+  EXPECT_EQ(mesh->transmit(loops), 2u);
+  EXPECT_EQ(mesh->mesh_counters().loopback_full, 1u);
+  Collect back;
+  EXPECT_EQ(mesh->poll(back, 1), 1u);  // the budget counts loopback frames
+  EXPECT_EQ(mesh->transmit(std::span(loops).subspan(2)), 1u);
+  EXPECT_EQ(mesh->poll(back, 16), 2u);
+  ASSERT_EQ(back.frames.size(), 3u);
+  for (std::uint8_t i = 0; i < 3; ++i) EXPECT_EQ(back.frames[i][20], i);
+}
+
+TEST(MeshLink, RejectsAmbiguousOrSelfRoutes) {
+  auto p1 = roce::make_fault_link_pair({});
+  auto p2 = roce::make_fault_link_pair({});
+  std::vector<MeshMember> dup;
+  dup.push_back({mac(1), std::move(p1.a)});
+  dup.push_back({mac(1), std::move(p2.a)});
+  auto st = MeshLink::create(self_info(0), std::move(dup)).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("both lead to MAC 02:00:00:00:00:01"), std::string::npos) << st.message();
+  std::vector<MeshMember> self;
+  self.push_back({mac(0), std::move(p1.b)});
+  st = MeshLink::create(self_info(0), std::move(self)).status();
+  EXPECT_NE(st.message().find("own MAC"), std::string::npos) << st.message();
+  std::vector<MeshMember> none;
+  none.push_back({mac(3), nullptr});
+  EXPECT_FALSE(MeshLink::create(self_info(0), std::move(none)).ok());
+  EXPECT_FALSE(MeshLink::create(self_info(0), {}, 0).ok());
+}
+
+// Three devices, each with a mesh of fault links to the other two. Every
+// device has a QP to each device, itself included; WRITE, READ and
+// FETCH_ADD along every one of the nine ordered pairs, all bytes checked.
+TEST(MeshLink, ThreeSoftroceDevicesIncludingLoopbackQps) {
+  constexpr int kN = 3;
+  FaultConfig lossy;
+  lossy.drop = 0.02;
+  lossy.reorder = 0.02;
+  lossy.seed = 7;
+  std::vector<std::vector<MeshMember>> members(kN);
+  for (int i = 0; i < kN; ++i) {
+    for (int j = i + 1; j < kN; ++j) {
+      lossy.seed += 1;
+      auto p = roce::make_fault_link_pair(lossy);
+      members[i].push_back({mac(static_cast<std::uint8_t>(j)), std::move(p.a)});
+      members[j].push_back({mac(static_cast<std::uint8_t>(i)), std::move(p.b)});
+    }
+  }
+  struct Node {
+    std::shared_ptr<Device> dev;
+    SoftRoceDevice* sdev = nullptr;
+    std::shared_ptr<ProtectionDomain> pd;
+    std::shared_ptr<CompletionQueue> cq;
+    std::vector<std::unique_ptr<QueuePair>> qp;  // qp[j]: to node j
+    Buffer mem;
+  };
+  std::vector<Node> n(kN);
+  for (int i = 0; i < kN; ++i) {
+    auto mesh = MeshLink::create(self_info(static_cast<std::uint8_t>(i)), std::move(members[i])).value();
+    DeviceOptions o;
+    o.name = "mesh-dev" + std::to_string(i);
+    n[i].dev = open_softroce_device(std::move(mesh), o).value();
+    n[i].sdev = dynamic_cast<SoftRoceDevice*>(n[i].dev.get());
+    n[i].pd = n[i].dev->alloc_pd().value();
+    n[i].cq = n[i].dev->create_cq(256).value();
+    n[i].mem = make_buffer(*n[i].pd, 3 * 8192);
+    for (int j = 0; j < kN; ++j) {
+      QpConfig c = fast_qp_config();
+      c.send_cq = c.recv_cq = n[i].cq;
+      n[i].qp.push_back(n[i].pd->create_qp(c).value());
+    }
+  }
+  for (int i = 0; i < kN; ++i) {
+    for (int j = 0; j < kN; ++j) {
+      ASSERT_TRUE(n[i].qp[j]->connect(n[j].qp[i]->local_address().value()).ok()) << i << "->" << j;
+    }
+  }
+  auto drive = [&](int who, std::uint64_t id) -> Completion {
+    Completion c;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < end) {
+      for (int k = 0; k < kN; ++k) {
+        if (k != who) n[k].sdev->progress();
+      }
+      if (n[who].cq->poll({&c, 1}) == 1) {
+        EXPECT_EQ(c.wr_id, id);
+        return c;
+      }
+    }
+    ADD_FAILURE() << "node " << who << ": no completion for " << id;
+    c.status = WcStatus::kGeneralErr;
+    return c;
+  };
+  // Region layout on node j: slot i (8 KiB) is written by node i.
+  for (int i = 0; i < kN; ++i) {
+    for (int j = 0; j < kN; ++j) {
+      const std::size_t slot = static_cast<std::size_t>(i) * 8192;
+      std::vector<std::uint8_t> src(5000);
+      fill_pattern(src.data(), src.size(), static_cast<std::uint64_t>(i * 10 + j));
+      Buffer local = make_buffer(*n[i].pd, 8192);
+      std::memcpy(local.data, src.data(), src.size());
+      Sge s = local.sge(0, 5000);
+      WorkRequest w = wr(Opcode::kRdmaWrite, &s, 1, n[j].mem.addr(slot), n[j].mem.rkey(), 1);
+      ASSERT_TRUE(n[i].qp[j]->post({&w, 1}).ok());
+      ASSERT_EQ(drive(i, 1).status, WcStatus::kSuccess) << i << "->" << j;
+      EXPECT_EQ(std::memcmp(n[j].mem.data + slot, src.data(), src.size()), 0) << i << "->" << j;
+      // Read it back into the second half of `local`.
+      Sge r = local.sge(4096, 3000);
+      w = wr(Opcode::kRdmaRead, &r, 1, n[j].mem.addr(slot + 100), n[j].mem.rkey(), 2);
+      ASSERT_TRUE(n[i].qp[j]->post({&w, 1}).ok());
+      ASSERT_EQ(drive(i, 2).status, WcStatus::kSuccess) << i << "->" << j;
+      EXPECT_EQ(std::memcmp(local.data + 4096, src.data() + 100, 3000), 0) << i << "->" << j;
+      // Fetch-add on the counter at node j's slot end.
+      const std::size_t ctr = slot + 8000;
+      const std::uint64_t before = n[j].mem.u64(ctr);
+      Sge a = local.sge(8000, 8);
+      w = wr(Opcode::kAtomicFetchAdd, &a, 1, n[j].mem.addr(ctr), n[j].mem.rkey(), 3);
+      w.compare_add = 5;
+      ASSERT_TRUE(n[i].qp[j]->post({&w, 1}).ok());
+      ASSERT_EQ(drive(i, 3).status, WcStatus::kSuccess) << i << "->" << j;
+      EXPECT_EQ(local.u64(8000), before);
+      EXPECT_EQ(n[j].mem.u64(ctr), before + 5);
+    }
+  }
+  auto* self = dynamic_cast<SoftRoceDevice*>(n[0].dev.get());
+  EXPECT_GT(self->link_counters().tx_frames, 0u);
+}
+
+// Nobody polls the target: its background progress thread answers.
+TEST(SoftRoceProgressThread, AnswersForATargetNobodyPolls) {
+  PairOptions o = default_options();
+  o.dev.progress_interval_us = 100;
+  auto p = Pair::make(o);
+  ASSERT_NE(p, nullptr);
+  Buffer src = make_buffer(*p->a.pd, 65536), dst = make_buffer(*p->b.pd, 65536);
+  fill_pattern(src.data, src.size, 3);
+  Sge s = src.sge(0, 65536);
+  WorkRequest w = wr(Opcode::kRdmaWrite, &s, 1, dst.addr(), dst.rkey(), 9);
+  ASSERT_TRUE(p->a.qp->post({&w, 1}).ok());
+  Completion c;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int got = 0;
+  while (got == 0 && std::chrono::steady_clock::now() < end) {
+    got = p->a.cq->poll({&c, 1});  // drives a only; b runs on its own thread
+    if (got == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  ASSERT_EQ(got, 1);
+  EXPECT_EQ(c.status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(src.data, dst.data, 65536), 0);
+
+  // Without the thread the same write waits for a poll of b that never comes.
+  PairOptions off = default_options();
+  off.qp.retry_cnt = 1;
+  auto q = Pair::make(off);
+  ASSERT_NE(q, nullptr);
+  Buffer src2 = make_buffer(*q->a.pd, 4096), dst2 = make_buffer(*q->b.pd, 4096);
+  Sge s2 = src2.sge(0, 4096);
+  w = wr(Opcode::kRdmaWrite, &s2, 1, dst2.addr(), dst2.rkey(), 10);
+  ASSERT_TRUE(q->a.qp->post({&w, 1}).ok());
+  got = 0;
+  const auto end2 = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (got == 0 && std::chrono::steady_clock::now() < end2) got = q->a.cq->poll({&c, 1});
+  ASSERT_EQ(got, 1);
+  EXPECT_EQ(c.status, WcStatus::kRetryExcErr);
+}
+
+}  // namespace
+}  // namespace rma::softroce::testing

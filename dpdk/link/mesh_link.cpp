@@ -75,6 +75,7 @@ bool MeshLink::loop_back(const TxFrame& f) noexcept {
   std::uint8_t* p = loop_store_.data() + slot * info_.max_frame;
   std::size_t n = 0;
   for (auto piece : {f.head, f.payload, f.tail}) {
+    if (piece.empty()) continue;  // an empty span may carry a null pointer
     std::memcpy(p + n, piece.data(), piece.size());
     n += piece.size();
   }

@@ -1,4 +1,7 @@
-// The window API against the engine directly, both on the self provider.
+// The window API against the engine directly, on the same provider:
+// RMA_API_BENCH_PROVIDER=self (default: in-process, an operation is a mutex
+// and a memcpy) or softroce (the software RoCE NIC over an in-process DPDK
+// ring pair: frames, ICRC, ACKs).
 //
 // Engine_*: one QP pair, buffers registered once, post a signaled work
 // request and poll its completion (inline for writes up to 256 bytes, as the
@@ -7,11 +10,18 @@
 // rma_win_flush(1). The difference at 8 B is the API's overhead: argument
 // and epoch checks, bounds check, request bookkeeping.
 //
+// On softroce each side is its own device and its peer side is driven by a
+// thread that polls it while the benchmark runs (a NIC serves its target
+// without the target's program), for the engine and the API alike.
+//
 // *_Batch: 64 operations, then one completion wait: bandwidth.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -27,36 +37,86 @@ namespace {
 constexpr std::size_t kWindowBytes = 4 << 20;
 constexpr int kBatch = 64;
 rma_Win g_win = RMA_WIN_NULL;
+std::atomic<bool> g_peer_busy{false};  // rank 1 drives its NIC while an Api_* benchmark runs
+
+std::string provider() {
+  const char* p = std::getenv("RMA_API_BENCH_PROVIDER");
+  return p == nullptr || *p == '\0' ? "self" : p;
+}
+bool on_softroce() { return provider() == "softroce"; }
+
+// Opens a device; on softroce the two opens of one ring name are wired
+// together (the first is side A, the second side B).
+rma::Result<std::shared_ptr<rma::Device>> open_device(const char* ring) {
+  if (on_softroce()) ::setenv("RMA_SOFTROCE_PORT", (std::string("ring:") + ring + ",ip=10.83.0.1").c_str(), 1);
+  return rma::ProviderRegistry::global().open(provider());
+}
+
+// While alive, a thread calls `poll` in a loop (the passive side's NIC).
+class PeerDriver {
+ public:
+  template <typename F>
+  explicit PeerDriver(bool enabled, F poll) {
+    if (!enabled) return;
+    thread_ = std::thread([this, poll] {
+      while (!stop_.load(std::memory_order_relaxed)) poll();
+    });
+  }
+  ~PeerDriver() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 // ---------------------------------------------------------------- engine
 
 struct Engine {
-  std::shared_ptr<rma::Device> dev;
-  std::shared_ptr<rma::ProtectionDomain> pd;
-  std::shared_ptr<rma::CompletionQueue> cq;
+  std::shared_ptr<rma::Device> dev, dev_b;  // dev_b: softroce's second device (else dev)
+  std::shared_ptr<rma::ProtectionDomain> pd, pd_b;
+  std::shared_ptr<rma::CompletionQueue> cq, cq_b;
   std::unique_ptr<rma::QueuePair> a, b;
   std::unique_ptr<rma::RegistrationCache> cache;
+  std::unique_ptr<rma::RegistrationCache> cache_b;  // softroce: side B's registrations (before the handles)
   std::vector<char> src, dst;
   rma::RegistrationCache::Handle sreg, dreg;
   bool ok = false;
 
   Engine() : src(kWindowBytes), dst(kWindowBytes) {
-    auto d = rma::ProviderRegistry::global().open("self");
+    auto d = open_device("rma-api-bench-engine");
     if (!d.ok()) return;
     dev = *d;
+    if (on_softroce()) {
+      auto d2 = open_device("rma-api-bench-engine");
+      if (!d2.ok()) return;
+      dev_b = *d2;
+    } else {
+      dev_b = dev;
+    }
     pd = *dev->alloc_pd();
+    pd_b = dev_b == dev ? pd : *dev_b->alloc_pd();
     cq = *dev->create_cq(1024);
+    cq_b = dev_b == dev ? cq : *dev_b->create_cq(1024);
     rma::QpConfig cfg;
     cfg.send_cq = cfg.recv_cq = cq;
     cfg.max_send_wr = 256;
     cfg.max_inline_data = 256;
     cfg.max_rd_atomic = 16;
     a = *pd->create_qp(cfg);
-    b = *pd->create_qp(cfg);
+    cfg.send_cq = cfg.recv_cq = cq_b;
+    b = *pd_b->create_qp(cfg);
     if (!a->connect(*b->local_address()).ok() || !b->connect(*a->local_address()).ok()) return;
     cache = *rma::RegistrationCache::create(pd);
     sreg = *cache->acquire(src.data(), src.size(), rma::kAllAccess);
-    dreg = *cache->acquire(dst.data(), dst.size(), rma::kAllAccess);
+    if (pd_b != pd) {
+      cache_b = *rma::RegistrationCache::create(pd_b);
+      dreg = *cache_b->acquire(dst.data(), dst.size(), rma::kAllAccess);
+    } else {
+      dreg = *cache->acquire(dst.data(), dst.size(), rma::kAllAccess);
+    }
     ok = true;
   }
 
@@ -72,13 +132,9 @@ struct Engine {
     const bool inl = op == rma::Opcode::kRdmaWrite && size <= 256;
     for (int i = 0; i < n; ++i) {
       wr.flags = (i == n - 1 ? std::uint32_t{rma::kWrSignaled} : 0u) | (inl ? std::uint32_t{rma::kWrInline} : 0u);
-      if (op == rma::Opcode::kRdmaRead || op == rma::Opcode::kAtomicFetchAdd) wr.flags |= rma::kWrSignaled;
+      // Only the last is signaled: RC completes a QP's requests in order,
+      // so its completion covers the batch (reads and atomics too).
       if (!a->post({&wr, 1}).ok()) return false;
-      if ((wr.flags & rma::kWrSignaled) != 0 && i != n - 1) {
-        rma::Completion c;
-        while (cq->poll({&c, 1}) == 0) {
-        }
-      }
     }
     rma::Completion c;
     while (cq->poll({&c, 1}) == 0) {
@@ -95,10 +151,14 @@ Engine& engine() {
 void engine_bench(benchmark::State& state, rma::Opcode op, int n) {
   Engine& e = engine();
   if (!e.ok) {
-    state.SkipWithError("self provider unavailable");
+    state.SkipWithError("provider unavailable (RMA_API_BENCH_PROVIDER)");
     return;
   }
   const auto size = static_cast<std::uint32_t>(state.range(0));
+  PeerDriver peer(e.dev_b != e.dev, [&e] {
+    rma::Completion c;
+    (void)e.cq_b->poll({&c, 1});
+  });
   for (auto _ : state) {
     if (!e.run(op, size, n)) {
       state.SkipWithError("engine operation failed");
@@ -120,6 +180,10 @@ template <typename F>
 void api_bench(benchmark::State& state, int n, F&& op) {
   const auto size = static_cast<int>(state.range(0));
   static std::vector<char> buf(kWindowBytes);
+  g_peer_busy = on_softroce();
+  struct Idle {
+    ~Idle() { g_peer_busy = false; }
+  } idle;
   for (auto _ : state) {
     for (int i = 0; i < n; ++i) {
       if (op(buf.data(), size) != RMA_SUCCESS) {
@@ -175,17 +239,26 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   auto group = api_test::make_group(2);
   if (group.size() != 2) return 1;
+  const std::string prov = provider();
+  std::printf("rma_api_bench: provider %s\n", prov.c_str());
+  (void)engine();  // opens its devices before the ranks open theirs
+  // The ranks' two devices: the two ends of one ring pair (whichever
+  // rank opens first gets the first end).
+  if (on_softroce()) ::setenv("RMA_SOFTROCE_PORT", "ring:rma-api-bench,ip=10.83.0.2", 1);
   std::atomic<bool> done{false};
   std::thread peer([&] {
-    if (rma::api::testing::init_thread(std::move(group[1])) != RMA_SUCCESS) std::abort();
+    if (rma::api::testing::init_thread(std::move(group[1]), prov) != RMA_SUCCESS) std::abort();
     void* base = nullptr;
     rma_Win w = RMA_WIN_NULL;
     if (rma_win_allocate(kWindowBytes, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &w) != RMA_SUCCESS) std::abort();
-    while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (!done.load()) {
+      if (g_peer_busy.load(std::memory_order_relaxed)) (void)rma_win_sync(w);  // progresses the NIC
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     rma_win_free(&w);
     rma_finalize();
   });
-  if (rma::api::testing::init_thread(std::move(group[0])) != RMA_SUCCESS) return 1;
+  if (rma::api::testing::init_thread(std::move(group[0]), prov) != RMA_SUCCESS) return 1;
   void* base = nullptr;
   if (rma_win_allocate(kWindowBytes, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &g_win) != RMA_SUCCESS) return 1;
   rma_win_lock_all(RMA_MODE_NOCHECK, g_win);

@@ -13,7 +13,9 @@
  *    RMA_COMM_SELF where a communicator names no peers;
  *  - groups exist for post/start/complete/wait: rma_comm_group,
  *    rma_group_incl, rma_group_size/rank, rma_group_free;
- *  - info objects are not implemented: pass RMA_INFO_NULL;
+ *  - windows act on the info hints no_locks (lock calls then fail with
+ *    RMA_ERR_RMA_SYNC), accumulate_ordering, accumulate_ops, same_size and
+ *    same_disp_unit; other keys are kept and ignored, as MPI says;
  *  - a context (one per process, or one per thread rank in tests) is
  *    driven by one thread at a time (MPI_THREAD_FUNNELED).
  * Usable from C99 and C++. */
@@ -131,6 +133,28 @@ int rma_group_size(rma_Group group, int* size);
 int rma_group_rank(rma_Group group, int* rank); /* RMA_UNDEFINED_RANK if not a member */
 int rma_group_free(rma_Group* group);
 
+/* ---- info objects (MPI 4.x chapter 10) ----
+ * Keys are at most RMA_MAX_INFO_KEY characters, values RMA_MAX_INFO_VAL
+ * (not counting the terminating 0). Keys keep their insertion order. */
+#define RMA_MAX_INFO_KEY 255
+#define RMA_MAX_INFO_VAL 1024
+int rma_info_create(rma_Info* info);
+int rma_info_set(rma_Info info, const char* key, const char* value);
+int rma_info_delete(rma_Info info, const char* key); /* RMA_ERR_INFO_NOKEY if absent */
+/* On entry *buflen is the size of value; if the key is present (*flag = 1),
+ * value receives at most *buflen - 1 characters and a 0, and *buflen the
+ * value's full length + 1. value may be null when *buflen is 0. */
+int rma_info_get_string(rma_Info info, const char* key, int* buflen, char* value, int* flag);
+/* MPI 3 forms (deprecated in MPI 4.x, kept for porting): value holds
+ * valuelen + 1 bytes. */
+int rma_info_get(rma_Info info, const char* key, int valuelen, char* value, int* flag);
+int rma_info_get_valuelen(rma_Info info, const char* key, int* valuelen, int* flag);
+int rma_info_get_nkeys(rma_Info info, int* nkeys);
+/* key holds RMA_MAX_INFO_KEY + 1 bytes; 0 <= n < nkeys. */
+int rma_info_get_nthkey(rma_Info info, int n, char* key);
+int rma_info_dup(rma_Info info, rma_Info* newinfo);
+int rma_info_free(rma_Info* info);
+
 /* ---- windows (12.2) ---- */
 int rma_win_create(void* base, rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm,
                    rma_Win* win);
@@ -143,6 +167,11 @@ int rma_win_detach(rma_Win win, const void* base);
 int rma_win_free(rma_Win* win);
 int rma_win_get_attr(rma_Win win, int win_keyval, void* attribute_val, int* flag);
 int rma_win_get_group(rma_Win win, rma_Group* group);
+/* Window hints (see info objects above). set_info is local here (MPI makes
+ * it collective: call it on every rank with the same hints). get_info
+ * returns a new info object with the hints in use; free it. */
+int rma_win_set_info(rma_Win win, rma_Info info);
+int rma_win_get_info(rma_Win win, rma_Info* info_used);
 
 /* ---- communication (12.3) ---- */
 int rma_put(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,

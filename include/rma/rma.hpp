@@ -20,6 +20,8 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -114,29 +116,90 @@ inline int size() {
 }
 inline void barrier() { detail::checked(rma_barrier(RMA_COMM_WORLD)); }
 
+// An info object (key/value hints): rma_info_create ... rma_info_free.
+//   rma::Info hints{{"no_locks", "true"}};
+//   auto win = rma::Window::allocate<int>(64, hints);
+class Info {
+ public:
+  Info() { detail::checked(rma_info_create(&info_)); }
+  Info(std::initializer_list<std::pair<std::string, std::string>> entries) : Info() {
+    for (const auto& [k, v] : entries) set(k, v);
+  }
+  // Takes ownership of a handle (rma_win_get_info's result).
+  explicit Info(rma_Info adopted) noexcept : info_(adopted) {}
+  Info(Info&& o) noexcept : info_(std::exchange(o.info_, RMA_INFO_NULL)) {}
+  Info& operator=(Info&& o) noexcept {
+    if (this != &o) {
+      reset();
+      info_ = std::exchange(o.info_, RMA_INFO_NULL);
+    }
+    return *this;
+  }
+  Info(const Info&) = delete;
+  Info& operator=(const Info&) = delete;
+  ~Info() { reset(); }
+
+  void set(const std::string& key, const std::string& value) {
+    detail::checked(rma_info_set(info_, key.c_str(), value.c_str()));
+  }
+  void erase(const std::string& key) { detail::checked(rma_info_delete(info_, key.c_str())); }
+  // The value of `key`, if present.
+  std::optional<std::string> get(const std::string& key) const {
+    int len = 0, flag = 0;
+    detail::checked(rma_info_get_string(info_, key.c_str(), &len, nullptr, &flag));
+    if (flag == 0) return std::nullopt;
+    std::string v(static_cast<std::size_t>(len), '\0');
+    detail::checked(rma_info_get_string(info_, key.c_str(), &len, v.data(), &flag));
+    v.resize(static_cast<std::size_t>(len) - 1);
+    return v;
+  }
+  int size() const {
+    int n = 0;
+    detail::checked(rma_info_get_nkeys(info_, &n));
+    return n;
+  }
+  rma_Info handle() const noexcept { return info_; }
+
+ private:
+  void reset() noexcept {
+    if (info_ != RMA_INFO_NULL) (void)rma_info_free(&info_);
+  }
+  rma_Info info_ = RMA_INFO_NULL;
+};
+
 class Window {
  public:
   // Collective: `count` elements of T per rank (disp_unit sizeof(T)).
   template <typename T>
-  static Window allocate(std::size_t count) {
+  static Window allocate(std::size_t count, const Info* info = nullptr) {
     void* base = nullptr;
     rma_Win w = RMA_WIN_NULL;
     detail::checked(rma_win_allocate(static_cast<rma_Aint>(count * sizeof(T)), static_cast<int>(sizeof(T)),
-                                     RMA_INFO_NULL, RMA_COMM_WORLD, &base, &w));
+                                     info_handle(info), RMA_COMM_WORLD, &base, &w));
     return Window(w);
   }
   template <typename T>
-  static Window create(T* base, std::size_t count) {
+  static Window allocate(std::size_t count, const Info& info) { return allocate<T>(count, &info); }
+  template <typename T>
+  static Window create(T* base, std::size_t count, const Info* info = nullptr) {
     rma_Win w = RMA_WIN_NULL;
     detail::checked(rma_win_create(base, static_cast<rma_Aint>(count * sizeof(T)), static_cast<int>(sizeof(T)),
-                                   RMA_INFO_NULL, RMA_COMM_WORLD, &w));
+                                   info_handle(info), RMA_COMM_WORLD, &w));
     return Window(w);
   }
-  static Window create_dynamic() {
+  static Window create_dynamic(const Info* info = nullptr) {
     rma_Win w = RMA_WIN_NULL;
-    detail::checked(rma_win_create_dynamic(RMA_INFO_NULL, RMA_COMM_WORLD, &w));
+    detail::checked(rma_win_create_dynamic(info_handle(info), RMA_COMM_WORLD, &w));
     return Window(w);
   }
+
+  // The hints in use (rma_win_get_info); set_info is local, as in C.
+  Info info() const {
+    rma_Info i = RMA_INFO_NULL;
+    detail::checked(rma_win_get_info(win_, &i));
+    return Info(i);
+  }
+  void set_info(const Info& info) { detail::checked(rma_win_set_info(win_, info.handle())); }
 
   Window(Window&& o) noexcept : win_(std::exchange(o.win_, RMA_WIN_NULL)) {}
   Window& operator=(Window&& o) noexcept {
@@ -249,6 +312,7 @@ class Window {
 
  private:
   explicit Window(rma_Win w) noexcept : win_(w) {}
+  static rma_Info info_handle(const Info* info) noexcept { return info != nullptr ? info->handle() : RMA_INFO_NULL; }
   rma_Win win_ = RMA_WIN_NULL;
 };
 

@@ -22,6 +22,9 @@ extern "C" {
 #define RMA_ERR_INTERN 16       /* internal error (a bug in librma) */
 #define RMA_ERR_REQUEST 19      /* invalid request handle */
 #define RMA_ERR_INFO 28         /* invalid info argument */
+#define RMA_ERR_INFO_KEY 29     /* info key too long or empty */
+#define RMA_ERR_INFO_VALUE 30   /* info value too long, or not one the key allows */
+#define RMA_ERR_INFO_NOKEY 31   /* info key not present */
 #define RMA_ERR_NO_MEM 34       /* out of memory */
 #define RMA_ERR_WIN 45          /* invalid window */
 #define RMA_ERR_BASE 46         /* invalid base address */

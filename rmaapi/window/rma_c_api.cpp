@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "rma/log.hpp"
 #include "rma/rma.h"
 #include "window/context.hpp"
+#include "window/info.hpp"
 #include "window/testing.hpp"
 #include "window/window.hpp"
 
@@ -97,14 +99,12 @@ Status check_comm(rma_Comm comm) {
   return class_error(RMA_ERR_COMM, comm == nullptr ? "comm is RMA_COMM_NULL" : "comm is not a communicator");
 }
 
-Status check_info(rma_Info info) {
-  if (info != RMA_INFO_NULL) return class_error(RMA_ERR_INFO, "info objects are not supported: pass RMA_INFO_NULL");
-  return {};
-}
-
-Status check_create_args(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, rma_Win* win) {
+// Checks the creation arguments and reads the hints of `info` into `hints`.
+Status check_create_args(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, rma_Win* win,
+                         WindowHints& hints) {
   RMA_RETURN_IF_ERROR(check_comm(comm));
-  RMA_RETURN_IF_ERROR(check_info(info));
+  RMA_RETURN_IF_ERROR(check_info_handle(info, true));
+  RMA_RETURN_IF_ERROR(apply_window_hints(info, hints));
   if (size < 0) return class_error(RMA_ERR_SIZE, "size " + std::to_string(size) + " is negative");
   if (disp_unit <= 0) {
     return class_error(RMA_ERR_DISP, "disp_unit " + std::to_string(disp_unit) + " is not positive");
@@ -389,9 +389,11 @@ int rma_win_create(void* base, rma_Aint size, int disp_unit, rma_Info info, rma_
                    rma_Win* win) {
   return run(nullptr, "rma_win_create", [&]() -> Status {
     RMA_ASSIGN_OR_RETURN(Context * c, context());
-    RMA_RETURN_IF_ERROR(check_create_args(size, disp_unit, info, comm, win));
+    WindowHints hints;
+    RMA_RETURN_IF_ERROR(check_create_args(size, disp_unit, info, comm, win, hints));
     if (base == nullptr && size > 0) return class_error(RMA_ERR_BASE, "base is null but size is " + std::to_string(size));
     RMA_ASSIGN_OR_RETURN(*win, create_window(*c, RMA_WIN_FLAVOR_CREATE, base, size, disp_unit));
+    (*win)->hints = std::move(hints);
     return {};
   });
 }
@@ -400,9 +402,11 @@ int rma_win_allocate(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm,
                      rma_Win* win) {
   return run(nullptr, "rma_win_allocate", [&]() -> Status {
     RMA_ASSIGN_OR_RETURN(Context * c, context());
-    RMA_RETURN_IF_ERROR(check_create_args(size, disp_unit, info, comm, win));
+    WindowHints hints;
+    RMA_RETURN_IF_ERROR(check_create_args(size, disp_unit, info, comm, win, hints));
     if (baseptr == nullptr) return arg_error("baseptr is null");
     RMA_ASSIGN_OR_RETURN(rma_win_s * w, create_window(*c, RMA_WIN_FLAVOR_ALLOCATE, nullptr, size, disp_unit));
+    w->hints = std::move(hints);
     *static_cast<void**>(baseptr) = w->base;
     *win = w;
     return {};
@@ -412,8 +416,10 @@ int rma_win_allocate(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm,
 int rma_win_create_dynamic(rma_Info info, rma_Comm comm, rma_Win* win) {
   return run(nullptr, "rma_win_create_dynamic", [&]() -> Status {
     RMA_ASSIGN_OR_RETURN(Context * c, context());
-    RMA_RETURN_IF_ERROR(check_create_args(0, 1, info, comm, win));
+    WindowHints hints;
+    RMA_RETURN_IF_ERROR(check_create_args(0, 1, info, comm, win, hints));
     RMA_ASSIGN_OR_RETURN(*win, create_window(*c, RMA_WIN_FLAVOR_DYNAMIC, nullptr, 0, 1));
+    (*win)->hints = std::move(hints);
     return {};
   });
 }
@@ -468,6 +474,153 @@ int rma_win_get_group(rma_Win win, rma_Group* group) {
     auto g = std::make_unique<rma_group_s>();
     for (int r = 0; r < static_cast<int>(win->peers.size()); ++r) g->ranks.push_back(r);
     *group = g.release();
+    return {};
+  });
+}
+
+int rma_win_set_info(rma_Win win, rma_Info info) {
+  return win_call(win, "rma_win_set_info", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, true));
+    WindowHints h = win->hints;
+    RMA_RETURN_IF_ERROR(apply_window_hints(info, h));
+    const bool locked = win->lock_all || std::any_of(win->locks.begin(), win->locks.end(),
+                                                     [](std::uint8_t l) { return l != 0; });
+    if (h.no_locks && locked) {
+      return class_error(RMA_ERR_RMA_SYNC, "no_locks=true while a lock or lock_all epoch is open on this window");
+    }
+    win->hints = std::move(h);
+    return {};
+  });
+}
+
+int rma_win_get_info(rma_Win win, rma_Info* info_used) {
+  return win_call(win, "rma_win_get_info", [&]() -> Status {
+    if (info_used == nullptr) return arg_error("info_used is null");
+    auto info = std::make_unique<rma_info_s>();
+    window_hints_to_info(win->hints, *info);
+    *info_used = info.release();
+    return {};
+  });
+}
+
+// ------------------------------------------------------------------ info objects
+
+// Info calls need no context (MPI allows them before rma_init); their errors
+// go to RMA_COMM_WORLD's handler, or are fatal before rma_init.
+int rma_info_create(rma_Info* info) {
+  return run(nullptr, "rma_info_create", [&]() -> Status {
+    if (info == nullptr) return arg_error("info is null");
+    *info = new rma_info_s;
+    return {};
+  });
+}
+
+int rma_info_set(rma_Info info, const char* key, const char* value) {
+  return run(nullptr, "rma_info_set", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, false));
+    RMA_RETURN_IF_ERROR(check_info_key(key));
+    RMA_RETURN_IF_ERROR(check_info_value(value));
+    info->set(key, value);
+    return {};
+  });
+}
+
+int rma_info_delete(rma_Info info, const char* key) {
+  return run(nullptr, "rma_info_delete", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, false));
+    RMA_RETURN_IF_ERROR(check_info_key(key));
+    if (!info->erase(key)) return class_error(RMA_ERR_INFO_NOKEY, std::string("key \"") + key + "\" is not in the info object");
+    return {};
+  });
+}
+
+int rma_info_get_string(rma_Info info, const char* key, int* buflen, char* value, int* flag) {
+  return run(nullptr, "rma_info_get_string", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, false));
+    RMA_RETURN_IF_ERROR(check_info_key(key));
+    if (buflen == nullptr || flag == nullptr) return arg_error("buflen or flag is null");
+    if (*buflen < 0) return arg_error("*buflen " + std::to_string(*buflen) + " is negative");
+    if (*buflen > 0 && value == nullptr) return arg_error("value is null but *buflen is " + std::to_string(*buflen));
+    const std::string* v = info->find(key);
+    *flag = v != nullptr ? 1 : 0;
+    if (v == nullptr) return {};
+    if (*buflen > 0) {
+      const std::size_t n = std::min(v->size(), static_cast<std::size_t>(*buflen) - 1);
+      std::memcpy(value, v->data(), n);
+      value[n] = '\0';
+    }
+    *buflen = static_cast<int>(v->size()) + 1;
+    return {};
+  });
+}
+
+int rma_info_get(rma_Info info, const char* key, int valuelen, char* value, int* flag) {
+  return run(nullptr, "rma_info_get", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, false));
+    RMA_RETURN_IF_ERROR(check_info_key(key));
+    if (flag == nullptr) return arg_error("flag is null");
+    if (valuelen < 0) return arg_error("valuelen " + std::to_string(valuelen) + " is negative");
+    if (value == nullptr) return arg_error("value is null");
+    const std::string* v = info->find(key);
+    *flag = v != nullptr ? 1 : 0;
+    if (v == nullptr) return {};
+    const std::size_t n = std::min(v->size(), static_cast<std::size_t>(valuelen));
+    std::memcpy(value, v->data(), n);
+    value[n] = '\0';
+    return {};
+  });
+}
+
+int rma_info_get_valuelen(rma_Info info, const char* key, int* valuelen, int* flag) {
+  return run(nullptr, "rma_info_get_valuelen", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, false));
+    RMA_RETURN_IF_ERROR(check_info_key(key));
+    if (valuelen == nullptr || flag == nullptr) return arg_error("valuelen or flag is null");
+    const std::string* v = info->find(key);
+    *flag = v != nullptr ? 1 : 0;
+    if (v != nullptr) *valuelen = static_cast<int>(v->size());
+    return {};
+  });
+}
+
+int rma_info_get_nkeys(rma_Info info, int* nkeys) {
+  return run(nullptr, "rma_info_get_nkeys", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, false));
+    if (nkeys == nullptr) return arg_error("nkeys is null");
+    *nkeys = static_cast<int>(info->entries.size());
+    return {};
+  });
+}
+
+int rma_info_get_nthkey(rma_Info info, int n, char* key) {
+  return run(nullptr, "rma_info_get_nthkey", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, false));
+    if (key == nullptr) return arg_error("key is null");
+    if (n < 0 || static_cast<std::size_t>(n) >= info->entries.size()) {
+      return arg_error("n " + std::to_string(n) + " is not in [0, " + std::to_string(info->entries.size()) +
+                       "), the number of keys");
+    }
+    const std::string& k = info->entries[static_cast<std::size_t>(n)].first;
+    std::memcpy(key, k.c_str(), k.size() + 1);
+    return {};
+  });
+}
+
+int rma_info_dup(rma_Info info, rma_Info* newinfo) {
+  return run(nullptr, "rma_info_dup", [&]() -> Status {
+    RMA_RETURN_IF_ERROR(check_info_handle(info, false));
+    if (newinfo == nullptr) return arg_error("newinfo is null");
+    *newinfo = new rma_info_s(*info);
+    return {};
+  });
+}
+
+int rma_info_free(rma_Info* info) {
+  return run(nullptr, "rma_info_free", [&]() -> Status {
+    if (info == nullptr) return arg_error("info is null");
+    RMA_RETURN_IF_ERROR(check_info_handle(*info, false));
+    delete *info;
+    *info = RMA_INFO_NULL;
     return {};
   });
 }

@@ -105,6 +105,12 @@ Status release_lock(rma_win_s* win, int target, bool exclusive) {
   return meta_atomic(win, target, 0, Opcode::kAtomicFetchAdd, ~v + 1, 0).status();
 }
 
+// The window's creator promised no passive-target epochs (MPI 4.x 12.2.1).
+Status check_locks_allowed(const rma_win_s* win) {
+  if (!win->hints.no_locks) return {};
+  return class_error(RMA_ERR_RMA_SYNC, "the window's info has no_locks=true (set at creation or by rma_win_set_info)");
+}
+
 }  // namespace
 
 Status flush(rma_win_s* win, const char* call, int target) {
@@ -166,6 +172,7 @@ Status lock(rma_win_s* win, int lock_type, int target, int assert_) {
   }
   RMA_RETURN_IF_ERROR(check_target(win, target));
   RMA_RETURN_IF_ERROR(check_assert(assert_, RMA_MODE_NOCHECK, "rma_win_lock"));
+  RMA_RETURN_IF_ERROR(check_locks_allowed(win));
   if (win->lock_all || win->locks[static_cast<std::size_t>(target)] != 0) {
     return class_error(RMA_ERR_RMA_SYNC, "rank " + std::to_string(target) + " is already locked by this rank");
   }
@@ -201,6 +208,7 @@ Status unlock(rma_win_s* win, int target) {
 Status lock_all(rma_win_s* win, int assert_) {
   win->forget_remote_tables();
   RMA_RETURN_IF_ERROR(check_assert(assert_, RMA_MODE_NOCHECK, "rma_win_lock_all"));
+  RMA_RETURN_IF_ERROR(check_locks_allowed(win));
   if (win->lock_all || std::any_of(win->locks.begin(), win->locks.end(), [](std::uint8_t l) { return l != 0; })) {
     return class_error(RMA_ERR_RMA_SYNC, "a lock or lock_all epoch is already open on this window");
   }

@@ -25,6 +25,7 @@
 #include "endpoint/endpoint_manager.hpp"
 #include "rma/rma.h"
 #include "window/context.hpp"
+#include "window/info.hpp"
 
 namespace rma::api {
 
@@ -61,6 +62,7 @@ struct rma_win_s {
   int disp_unit = 1;
   bool owns_memory = false;
   rma_Errhandler errhandler = RMA_ERRORS_ARE_FATAL;
+  rma::api::WindowHints hints;
 
   std::vector<rma::api::PeerWindow> peers;
   std::uint64_t* meta = nullptr;  // this rank's metadata words

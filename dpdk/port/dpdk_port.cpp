@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "port/eal.hpp"
+#include "port/mbuf_handoff.hpp"
 #include "port/mesh_port.hpp"
 #include "port/port.hpp"
 #include "port/port_link.hpp"
@@ -594,6 +595,7 @@ std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
       c_.link.tx_dropped += frames.size() - done;
       return done;
     }
+    mbufs_arrive(mbufs_.data(), static_cast<std::uint16_t>(chunk));
     std::size_t built = 0;
     std::uint64_t bytes[kBurst];
     for (std::size_t i = 0; i < chunk; ++i) {
@@ -616,6 +618,7 @@ std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
       ++built;
     }
     if (built < chunk) rte_pktmbuf_free_bulk(mbufs_.data() + built, static_cast<unsigned>(chunk - built));
+    mbufs_leave(mbufs_.data(), static_cast<std::uint16_t>(built));
     const std::uint16_t sent = built == 0 ? 0 : rte_eth_tx_burst(port_id_, 0, mbufs_.data(), static_cast<std::uint16_t>(built));
     for (std::uint16_t i = 0; i < sent; ++i) c_.link.tx_bytes += bytes[i];
     c_.link.tx_frames += sent;
@@ -642,6 +645,7 @@ std::uint8_t DpdkPort::control_type(const rte_mbuf* m) const noexcept {
 bool DpdkPort::send_control(std::uint8_t type, std::chrono::milliseconds budget) noexcept {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_->mp);
   if (m == nullptr) return false;
+  mbufs_arrive(&m, 1);
   auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
   std::memset(p, 0, 60);
   std::memset(p, 0xff, 6);  // broadcast
@@ -652,6 +656,7 @@ bool DpdkPort::send_control(std::uint8_t type, std::chrono::milliseconds budget)
   p[RTE_ETHER_HDR_LEN + kCtlMagic.size()] = type;
   m->data_len = 60;
   m->pkt_len = 60;
+  mbufs_leave(&m, 1);
   const auto deadline = Clock::now() + budget;
   while (rte_eth_tx_burst(port_id_, 0, &m, 1) == 0) {
     if (Clock::now() >= deadline) {
@@ -689,6 +694,7 @@ std::size_t DpdkPort::poll(FrameSink& sink, std::size_t max) noexcept {
     if (!usable()) return delivered;
     const std::uint16_t want = static_cast<std::uint16_t>(std::min(kBurst, max - delivered));
     const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, mbufs_.data(), want);
+    mbufs_arrive(mbufs_.data(), n);
     for (std::uint16_t i = 0; i < n; ++i) {
       rte_mbuf* m = mbufs_[i];
       if (state_ != PortState::kUp) continue;  // a FIN earlier in this burst: the rest is dropped
@@ -711,6 +717,7 @@ std::size_t DpdkPort::poll(FrameSink& sink, std::size_t max) noexcept {
       ++delivered;
       sink.on_frame(std::span<const std::uint8_t>(data, len));
     }
+    mbufs_leave(mbufs_.data(), n);
     if (n > 0) rte_pktmbuf_free_bulk(mbufs_.data(), n);
     if (n < want) break;
   }
@@ -748,10 +755,12 @@ Status DpdkPort::close() {
           continue;
         }
         const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, mbufs_.data(), kBurst);
+        mbufs_arrive(mbufs_.data(), n);
         for (std::uint16_t i = 0; i < n; ++i) {
           if (std::uint8_t t = control_type(mbufs_[i]); t != 0) handle_control(t);
           else ++c_.rx_discarded;
         }
+        mbufs_leave(mbufs_.data(), n);
         if (n > 0) rte_pktmbuf_free_bulk(mbufs_.data(), n);
         if (n == 0) rte_pause();
       }

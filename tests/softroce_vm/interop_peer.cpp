@@ -381,10 +381,17 @@ struct Peer {
       std::string cmd;
       std::uint64_t a = 0, b = 0, c = 0;
       in >> cmd >> a >> b >> c;
+      // The NIC may be a thread of this process (softroce's progress
+      // thread). A poll takes its lock: our loads below come after what it
+      // wrote before the peer sent this command, and our stores come before
+      // what it reads after our reply. The peer's messages order them in
+      // time already, but no memory model (nor ThreadSanitizer) sees that.
+      idle();
       if (cmd == "CHECK" || cmd == "FILL") {
         if (a + b > kDataBytes) die("peer asked for " + line + ": outside the region");
         if (cmd == "FILL") {
           for (std::size_t i = 0; i < b; ++i) region[a + i] = pattern(static_cast<std::uint32_t>(c), i);
+          idle();
           ctl->send("OK");
           continue;
         }
@@ -400,6 +407,7 @@ struct Peer {
         }
       } else if (cmd == "SET") {
         std::memcpy(&region[kWordsOffset + a], &b, 8);
+        idle();
         ctl->send("OK");
       } else if (cmd == "GET") {
         std::uint64_t v = 0;

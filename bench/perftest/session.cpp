@@ -121,6 +121,11 @@ void resolve_provider(Session& s) {
     if (!o.port_type.empty() || std::getenv("RMA_SOFTROCE_PORT") == nullptr) {
       ::setenv("RMA_SOFTROCE_PORT", softroce_port_spec(o).c_str(), 1);
     }
+    // Every wait of these tools drives the NIC itself (perftest's busy
+    // polling), so no background progress thread unless the user asks for
+    // one: it would compete for the cores, and in the latency tests write
+    // the byte the tool spins on from another thread.
+    ::setenv("RMA_SOFTROCE_PROGRESS_US", "0", 0);
   } else if (!o.port_type.empty()) {
     fatal(s, "--port_type applies to the softroce provider only (the transport is " + s.provider + ")");
   }

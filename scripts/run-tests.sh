@@ -7,8 +7,9 @@
 #   scripts/run-tests.sh -- -R rcache -V      # everything after -- goes to ctest
 #
 # Keeps going after a failing preset and exits non-zero if any failed. The
-# release preset runs last by default and the recap of the earlier presets is
-# printed before the last ctest run, so the log ends with ctest's summary.
+# log ends with the last preset's ctest summary followed by a recap of every
+# preset: its result, the tests that failed and the last lines of their
+# output, so that the tail of a CI log says what failed where.
 # Under tsan the 'torture' label is skipped (too slow).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,20 +44,44 @@ results=()   # "preset: passed" / "preset: FAILED (stage)"
 failed=0
 n=${#presets[@]}
 
-recap() {
-  local r
-  echo "=== run-tests recap$1 ==="
-  for r in "${results[@]}"; do echo "  $r"; done
+# The tail of test NAME's output in ctest's log LOG (every test's output is
+# there between "N/M Testing: NAME" and "<end of output>").
+failed_output_tail() {
+  awk -v name="$2" '
+    $0 ~ /^[0-9]+\/[0-9]+ Testing: / { sub(/^[0-9]+\/[0-9]+ Testing: /, ""); mine = ($0 == name); out = 0; next }
+    mine && /^<end of output>/ { mine = 0; next }
+    mine && /^Output:/ { out = 1; getline; next }
+    mine && out { print }
+  ' "$1" | tail -n "$3" | sed 's/^/      | /'
 }
+
+recap() {
+  local r p log flist name shown
+  echo
+  echo "=== run-tests recap ==="
+  for r in "${results[@]}"; do
+    echo "  $r"
+    [[ "$r" == *"FAILED (tests)" ]] || continue
+    p="${r%%:*}"
+    flist="$(ctest_dir "$p")/Testing/Temporary/LastTestsFailed.log"
+    log="$(ctest_dir "$p")/Testing/Temporary/LastTest.log"
+    [[ -f "$flist" ]] || continue
+    shown=0
+    while IFS=: read -r _ name; do
+      echo "    failed: $name"
+      if (( shown < 4 )) && [[ -f "$log" ]]; then
+        failed_output_tail "$log" "$name" 12
+        shown=$((shown + 1))
+      fi
+    done <"$flist"
+  done
+}
+
+# The build directory of a preset (CMakePresets.json puts each in build/<name>).
+ctest_dir() { echo "$root/build/$1"; }
 
 for i in "${!presets[@]}"; do
   p="${presets[$i]}"
-  last=$(( i == n - 1 ))
-  # The recap goes before the last ctest run so that ctest's summary is the
-  # last thing in the log.
-  if (( last && n > 1 )); then
-    recap " (before the last preset, $p)"
-  fi
   echo
   echo "=== preset $p ($((i + 1))/$n): configure, build, test ==="
   if ! cmake --preset "$p"; then
@@ -77,10 +102,5 @@ for i in "${!presets[@]}"; do
   fi
 done
 
-# When the last preset never reached ctest there is no summary to end on:
-# finish with the recap instead.
-last_result="${results[$((n - 1))]}"
-if [[ "$last_result" == *"FAILED (configure)" || "$last_result" == *"FAILED (build)" ]]; then
-  recap ""
-fi
+recap
 exit "$failed"

@@ -2,7 +2,7 @@
 # The test command: install what the build needs, then for each CMake preset
 # configure, build and run the whole ctest suite.
 #
-#   scripts/run-tests.sh                      # presets in $RMA_TEST_PRESETS (default "asan tsan release")
+#   scripts/run-tests.sh                      # presets in $RMA_TEST_PRESETS (default "asan tsan")
 #   scripts/run-tests.sh --preset release     # one preset (repeat --preset for several)
 #   scripts/run-tests.sh -- -R rcache -V      # everything after -- goes to ctest
 #
@@ -10,7 +10,9 @@
 # log ends with the last preset's ctest summary followed by a recap of every
 # preset: its result, the tests that failed and the last lines of their
 # output, so that the tail of a CI log says what failed where.
-# Under tsan the 'torture' label is skipped (too slow).
+# Under tsan the 'torture' label is skipped (too slow). The default runs the
+# two sanitizer presets, both optimised builds (RelWithDebInfo, -O2); add
+# release with RMA_TEST_PRESETS="asan tsan release" or --preset release.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
@@ -30,7 +32,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ ${#presets[@]} -eq 0 ]]; then
-  read -r -a presets <<<"${RMA_TEST_PRESETS:-asan tsan release}"
+  read -r -a presets <<<"${RMA_TEST_PRESETS:-asan tsan}"
 fi
 [[ ${#presets[@]} -gt 0 ]] || { echo "run-tests: no presets to run" >&2; exit 2; }
 

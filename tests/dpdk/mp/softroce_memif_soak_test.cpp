@@ -36,6 +36,11 @@ constexpr std::uint64_t kOpsPerDirection = 30000;
 constexpr std::uint64_t kOpsPerDirection = 100000;
 #endif
 
+// Both ports wait this long for the link: it bounds the other process's
+// start-up (exec and DPDK's EAL under a sanitizer on a busy machine), not
+// the transport under test.
+const std::string kStartWait = ",wait=60000";
+
 struct Child {
   pid_t pid = -1;
   ~Child() {
@@ -89,10 +94,10 @@ TEST(SoftroceMemifTwoProcesses, MixedOperationsBothDirectionsVerified) {
   Child child;
   child.pid = spawn_peer({RMA_MP_PEER_PATH, "--oob-fd", "3", "--seed", "2", "--ops",
                           std::to_string(kOpsPerDirection), "--timeout-ms", "240000"},
-                         sv[1], {"RMA_SOFTROCE_PORT=memif:client:" + sock + ",ip=10.77.0.2"});
+                         sv[1], {"RMA_SOFTROCE_PORT=memif:client:" + sock + ",ip=10.77.0.2" + kStartWait});
   ::close(sv[1]);
   ASSERT_GT(child.pid, 0);
-  ::setenv("RMA_SOFTROCE_PORT", ("memif:server:" + sock + ",ip=10.77.0.1").c_str(), 1);
+  ::setenv("RMA_SOFTROCE_PORT", ("memif:server:" + sock + ",ip=10.77.0.1" + kStartWait).c_str(), 1);
   ::unsetenv("RMA_SOFTROCE_PCAP");
   RunResult r;
   {
@@ -146,10 +151,10 @@ TEST(SoftroceMemifTwoProcesses, PeerKilledMidFlowGivesErrorCompletions) {
   Child child;
   child.pid = spawn_peer({RMA_MP_PEER_PATH, "--oob-fd", "3", "--seed", "4", "--ops", "100000000", "--timeout-ms",
                           "60000"},
-                         sv[1], {"RMA_SOFTROCE_PORT=memif:client:" + sock + ",ip=10.77.1.2"});
+                         sv[1], {"RMA_SOFTROCE_PORT=memif:client:" + sock + ",ip=10.77.1.2" + kStartWait});
   ::close(sv[1]);
   ASSERT_GT(child.pid, 0);
-  ::setenv("RMA_SOFTROCE_PORT", ("memif:server:" + sock + ",ip=10.77.1.1").c_str(), 1);
+  ::setenv("RMA_SOFTROCE_PORT", ("memif:server:" + sock + ",ip=10.77.1.1" + kStartWait).c_str(), 1);
   ::unsetenv("RMA_SOFTROCE_PCAP");
   auto dev = ProviderRegistry::global().open("softroce");
   ASSERT_TRUE(dev.ok()) << dev.status().to_string();

@@ -34,8 +34,13 @@ std::string socket_name() {
   return "rma-test-" + std::to_string(getpid()) + "-" + std::to_string(++n);
 }
 
+// How long a spawned peer may take to start and open its port. It bounds a
+// process start-up and DPDK's EAL initialisation, not the link under test:
+// under ThreadSanitizer on a loaded 2-core machine that has taken over 15 s.
+constexpr const char* kPeerStartWaitMs = "60000";
+
 std::vector<std::string> peer_args(const std::string& spec, const std::string& mode) {
-  return {RMA_PORT_PEER_PATH, "--spec", spec, "--mode", mode, "--timeout-ms", "20000"};
+  return {RMA_PORT_PEER_PATH, "--spec", spec + ",wait=" + kPeerStartWaitMs, "--mode", mode, "--timeout-ms", "90000"};
 }
 
 struct Opened {
@@ -43,7 +48,7 @@ struct Opened {
   PortLink* port = nullptr;
 };
 Opened open_server(const std::string& sock) {
-  auto r = open_port("memif:server:" + sock + ",wait=15000");
+  auto r = open_port("memif:server:" + sock + ",wait=" + kPeerStartWaitMs);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   if (!r.ok()) return {};
   Opened o;
@@ -154,7 +159,7 @@ void peer_killed_mid_stream(bool we_are_server) {
   if (we_are_server) {
     s = open_server(sock);
   } else {
-    auto r = open_port("memif:client:" + sock + ",wait=15000");
+    auto r = open_port("memif:client:" + sock + ",wait=" + kPeerStartWaitMs);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     s.link = std::move(r).value();
     s.port = dynamic_cast<PortLink*>(s.link.get());

@@ -55,6 +55,12 @@ class Link {
   virtual std::size_t poll(FrameSink& sink, std::size_t max) noexcept = 0;
   virtual const LinkInfo& info() const noexcept = 0;
   virtual LinkCounters counters() const noexcept = 0;
+  // Ends the conversation with the peer before the link is destroyed
+  // (memif: the FIN / FIN-ACK handshake), so that an owner of several links
+  // can finish every handshake before any link releases its resources; after
+  // it the owner only destroys the link. Bounded, idempotent; the destructor
+  // runs it when nobody did. Default: nothing to tell the peer.
+  virtual void shutdown() noexcept {}
 };
 
 }  // namespace rma::roce

@@ -46,16 +46,34 @@ MeshLink::MeshLink(LinkInfo self, std::vector<MeshMember> members, std::uint32_t
       loop_store_(static_cast<std::size_t>(loopback_slots) * info_.max_frame),
       loop_len_(loopback_slots) {}
 
-MeshLink::~MeshLink() {
-  std::vector<std::thread> closers;
+template <typename Step>
+void MeshLink::on_every_member(Step step) noexcept {
+  std::vector<std::thread> workers;
+  try {
+    workers.reserve(members_.size());
+  } catch (...) {
+  }
   for (MeshMember& m : members_) {
     try {
-      closers.emplace_back([&m] { m.link.reset(); });
+      workers.emplace_back([&m, &step] { step(m); });
     } catch (...) {
-      m.link.reset();  // no thread to spare: close it here
+      step(m);  // no thread to spare: do it here
     }
   }
-  for (std::thread& t : closers) t.join();
+  for (std::thread& t : workers) t.join();
+}
+
+void MeshLink::shutdown() noexcept {
+  if (shut_down_) return;
+  shut_down_ = true;
+  on_every_member([](MeshMember& m) {
+    if (m.link) m.link->shutdown();
+  });
+}
+
+MeshLink::~MeshLink() {
+  shutdown();
+  on_every_member([](MeshMember& m) { m.link.reset(); });
 }
 
 std::size_t MeshLink::route(const TxFrame& f) const noexcept {

@@ -39,10 +39,16 @@ class MeshLink final : public Link {
   // peer MAC, or a member with `self.mac`, are rejected.
   static Result<std::unique_ptr<MeshLink>> create(LinkInfo self, std::vector<MeshMember> members,
                                                   std::uint32_t loopback_slots = 256);
-  // Destroys the members concurrently, one thread each: a member's close
-  // may wait for its peer (memif's FIN handshake), and closed one after
-  // another those waits would chain from rank to rank across the job.
+  // Shuts every member down, then destroys them, each step concurrently
+  // (one thread per member, see shutdown()).
   ~MeshLink() override;
+
+  // Shuts the members down concurrently, one thread each: a member's
+  // handshake waits for its peer, and one after another those waits would
+  // chain from rank to rank across the job. Every handshake ends before any
+  // member is destroyed: a memif port's teardown holds DPDK's interrupt
+  // thread off, which would stall the handshakes still running.
+  void shutdown() noexcept override;
 
   std::size_t transmit(std::span<const TxFrame> frames) noexcept override;
   std::size_t poll(FrameSink& sink, std::size_t max) noexcept override;
@@ -62,6 +68,10 @@ class MeshLink final : public Link {
   MeshLink(LinkInfo self, std::vector<MeshMember> members, std::uint32_t loopback_slots);
   std::size_t route(const TxFrame& f) const noexcept;
   bool loop_back(const TxFrame& f) noexcept;
+  // Runs `step` on every member, one thread each (inline when no thread can
+  // be started), and returns when all are done.
+  template <typename Step>
+  void on_every_member(Step step) noexcept;
 
   LinkInfo info_;
   std::vector<MeshMember> members_;
@@ -72,6 +82,7 @@ class MeshLink final : public Link {
   std::size_t loop_head_ = 0, loop_count_ = 0;
   LinkCounters loop_counters_;
   MeshCounters mesh_;
+  bool shut_down_ = false;
 };
 
 }  // namespace rma::roce

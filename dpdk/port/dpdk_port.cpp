@@ -314,6 +314,7 @@ class DpdkPort final : public PortLink {
     return rte_eth_link_get_nowait(port_id_, &l) == 0 && l.link_status == RTE_ETH_LINK_UP;
   }
   PortCounters port_counters() const noexcept override { return c_; }
+  void shutdown() noexcept override;
   Status close() override;
 
  private:
@@ -345,7 +346,8 @@ class DpdkPort final : public PortLink {
   std::uint32_t link_checks_ = 0;
 
   // memif shutdown handshake
-  bool closing_ = false;
+  bool closing_ = false;  // shutdown() ran: the port no longer polls nor transmits
+  Status shutdown_status_;  // what the handshake ended with (close() reports it)
   bool sent_fin_ = false;
   bool got_fin_ack_ = false;
   bool passive_ = false;  // answered the peer's FIN: wait for its disconnect
@@ -554,6 +556,7 @@ Status DpdkPort::configure() {
 // True when the PMD may be polled / transmitted on. Detects link up (memif
 // peer arrived), link down without FIN (memif peer died) and a closed ring end.
 inline bool DpdkPort::usable() noexcept {
+  if (closing_) return false;
   if (state_ == PortState::kUp) {
     // Asking the PMD costs about as much as an empty rx burst: every 32nd
     // call is soon enough to notice a dead peer (its bursts do nothing).
@@ -733,47 +736,51 @@ bool DpdkPort::wait_link_down(std::chrono::milliseconds budget) noexcept {
   return true;
 }
 
+void DpdkPort::shutdown() noexcept {
+  if (closing_ || closed_) return;
+  closing_ = true;
+  if (!started_ || spec_.kind != PortKind::kMemif || state_ != PortState::kUp) return;
+  // Active close: FIN, then poll (discarding data) until FIN-ACK, or until
+  // the peer's own FIN makes us the passive side.
+  if (MemifGate::instance().enter_wait(kFinAckWait)) {
+    sent_fin_ = send_control(kFin, 100ms);
+    MemifGate::instance().leave();
+  }
+  const auto deadline = Clock::now() + kFinAckWait;
+  while (sent_fin_ && !got_fin_ack_ && !passive_ && Clock::now() < deadline) {
+    rte_eth_link l{};
+    if (rte_eth_link_get_nowait(port_id_, &l) == 0 && l.link_status == RTE_ETH_LINK_DOWN) break;
+    const GateHold gate(gated_);
+    if (!gate.held()) {
+      std::this_thread::sleep_for(50us);
+      continue;
+    }
+    const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, mbufs_.data(), kBurst);
+    mbufs_arrive(mbufs_.data(), n);
+    for (std::uint16_t i = 0; i < n; ++i) {
+      if (std::uint8_t t = control_type(mbufs_[i]); t != 0) handle_control(t);
+      else ++c_.rx_discarded;
+    }
+    mbufs_leave(mbufs_.data(), n);
+    if (n > 0) rte_pktmbuf_free_bulk(mbufs_.data(), n);
+    if (n == 0) rte_pause();
+  }
+  if (!passive_ && !got_fin_ack_ && link_up()) {
+    shutdown_status_ = timeout_error(info_.name + ": no FIN-ACK from the peer within " +
+                                     std::to_string(kFinAckWait.count()) + " ms; closed anyway");
+  }
+}
+
 Status DpdkPort::close() {
   if (closed_) return Status();
+  shutdown();
   closed_ = true;
-  Status st;
-  if (started_ && spec_.kind == PortKind::kMemif) {
-    if (state_ == PortState::kUp) {
-      // Active close: FIN, then poll (discarding data) until FIN-ACK.
-      closing_ = true;
-      if (MemifGate::instance().enter_wait(kFinAckWait)) {
-        sent_fin_ = send_control(kFin, 100ms);
-        MemifGate::instance().leave();
-      }
-      const auto deadline = Clock::now() + kFinAckWait;
-      while (sent_fin_ && !got_fin_ack_ && !passive_ && Clock::now() < deadline) {
-        rte_eth_link l{};
-        if (rte_eth_link_get_nowait(port_id_, &l) == 0 && l.link_status == RTE_ETH_LINK_DOWN) break;
-        const GateHold gate(gated_);
-        if (!gate.held()) {
-          std::this_thread::sleep_for(50us);
-          continue;
-        }
-        const std::uint16_t n = rte_eth_rx_burst(port_id_, 0, mbufs_.data(), kBurst);
-        mbufs_arrive(mbufs_.data(), n);
-        for (std::uint16_t i = 0; i < n; ++i) {
-          if (std::uint8_t t = control_type(mbufs_[i]); t != 0) handle_control(t);
-          else ++c_.rx_discarded;
-        }
-        mbufs_leave(mbufs_.data(), n);
-        if (n > 0) rte_pktmbuf_free_bulk(mbufs_.data(), n);
-        if (n == 0) rte_pause();
-      }
-      if (passive_) {
-        if (!wait_link_down(kLinkDownWait)) st = timeout_error(info_.name + ": peer did not disconnect after the FIN exchange");
-      } else if (!got_fin_ack_ && link_up()) {
-        st = timeout_error(info_.name + ": no FIN-ACK from the peer within " +
-                           std::to_string(kFinAckWait.count()) + " ms; closed anyway");
-      }
-    } else if (state_ == PortState::kPeerClosed) {
-      // Passive close: the peer sent FIN and disconnects once it has our FIN-ACK.
-      if (!wait_link_down(kLinkDownWait)) st = timeout_error(info_.name + ": peer did not disconnect after its FIN");
-    }
+  Status st = shutdown_status_;
+  // The passive side (it answered the peer's FIN) waits for the peer, which
+  // disconnects once it has our FIN-ACK.
+  if (started_ && spec_.kind == PortKind::kMemif && passive_ && !wait_link_down(kLinkDownWait)) {
+    st = timeout_error(info_.name + (sent_fin_ ? ": peer did not disconnect after the FIN exchange"
+                                               : ": peer did not disconnect after its FIN"));
   }
   if (!st.ok()) RMA_LOG_WARN("softroce: %s", st.message().c_str());
   if (ring_) ring_->closed[ring_end_].store(true);

@@ -110,6 +110,41 @@ TEST(PortMemif, FramesBothWaysServerCloses) {
   EXPECT_EQ(dpdk_object_counts().mempools, before.mempools);
 }
 
+// shutdown() alone runs the FIN exchange (what a mesh does for all its
+// links before it tears any down); the port then neither delivers nor takes
+// frames, and close() only tears down: one FIN, one FIN-ACK in all.
+TEST(PortMemif, ShutdownRunsTheHandshakeAndCloseOnlyTearsDown) {
+  const std::string sock = socket_name();
+  ChildGuard child;
+  child.pid = spawn(peer_args("memif:client:" + sock, "echo"));
+  ASSERT_GT(child.pid, 0);
+  Opened s = open_server(sock);
+  ASSERT_TRUE(s.link);
+  auto f = make_frame(1082, 1);
+  ASSERT_TRUE(send_until(*s.link, f, Clock::now() + 2s));
+  CollectSink sink;
+  const auto end = Clock::now() + 5s;
+  while (sink.frames.empty() && Clock::now() < end) s.link->poll(sink, 32);
+  ASSERT_EQ(sink.frames.size(), 1u);  // the echo
+  s.link->shutdown();
+  auto pc = s.port->port_counters();
+  EXPECT_EQ(pc.tx_control, 1u);  // FIN
+  EXPECT_EQ(pc.rx_control, 1u);  // FIN-ACK
+  EXPECT_EQ(s.link->poll(sink, 32), 0u);
+  TxFrame t = as_tx(f);
+  EXPECT_EQ(s.link->transmit(std::span<const TxFrame>(&t, 1)), 1u);  // taken and dropped
+  EXPECT_EQ(s.port->port_counters().tx_link_down, 1u);
+  s.link->shutdown();  // idempotent
+  rma::Status st = s.port->close();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  pc = s.port->port_counters();
+  EXPECT_EQ(pc.tx_control, 1u);
+  EXPECT_EQ(pc.rx_control, 1u);
+  EXPECT_EQ(s.port->state(), PortState::kClosed);
+  EXPECT_EQ(exit_code(wait_child(child.pid, 10s)), 0);
+  child.pid = -1;
+}
+
 // The client pings and closes first; we echo, see its FIN, stop, and close
 // passively once it has disconnected.
 TEST(PortMemif, ClientPingsAndClosesFirst) {

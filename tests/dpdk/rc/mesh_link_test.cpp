@@ -1,9 +1,14 @@
 // MeshLink: routing by destination MAC, loopback, unroutable frames, a full
-// member keeping the order; three softroce devices joined by meshes of
+// member keeping the order, shutting members down before destroying them; three softroce devices joined by meshes of
 // fault links (each also talking to itself through loopback); the device's
 // background progress thread answering for a target nobody polls.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -139,6 +144,62 @@ TEST(MeshLink, RejectsAmbiguousOrSelfRoutes) {
   none.push_back({mac(3), nullptr});
   EXPECT_FALSE(MeshLink::create(self_info(0), std::move(none)).ok());
   EXPECT_FALSE(MeshLink::create(self_info(0), {}, 0).ok());
+}
+
+// A member that records its shutdown and destruction, and whose shutdown
+// (like memif's FIN handshake) waits until every member has started its own.
+class RecordingMember final : public roce::Link {
+ public:
+  struct Journal {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<std::string> events;
+    int shutting_down = 0;
+    int members = 0;
+  };
+  RecordingMember(Journal& j, std::string name) : j_(j), name_(std::move(name)) { info_.name = name_; info_.max_frame = 9000; }
+  ~RecordingMember() override {
+    std::lock_guard lock(j_.mutex);
+    j_.events.push_back("destroy " + name_);
+  }
+  std::size_t transmit(std::span<const TxFrame> frames) noexcept override { return frames.size(); }
+  std::size_t poll(roce::FrameSink&, std::size_t) noexcept override { return 0; }
+  const LinkInfo& info() const noexcept override { return info_; }
+  roce::LinkCounters counters() const noexcept override { return {}; }
+  void shutdown() noexcept override {
+    std::unique_lock lock(j_.mutex);
+    ++j_.shutting_down;
+    j_.changed.notify_all();
+    // Sequential shutdowns would wait here until the 5 s bound, each.
+    const bool all = j_.changed.wait_for(lock, std::chrono::seconds(5), [&] { return j_.shutting_down == j_.members; });
+    j_.events.push_back(std::string(all ? "shutdown " : "shutdown-alone ") + name_);
+  }
+
+ private:
+  Journal& j_;
+  std::string name_;
+  LinkInfo info_;
+};
+
+// Destroying a mesh shuts every member down concurrently and destroys none
+// before all handshakes are over (a memif teardown would stall the others).
+TEST(MeshLink, ShutsEveryMemberDownConcurrentlyBeforeDestroyingAny) {
+  RecordingMember::Journal journal;
+  journal.members = 4;
+  std::vector<MeshMember> members;
+  for (std::uint8_t i = 1; i <= 4; ++i) {
+    members.push_back({mac(i), std::make_unique<RecordingMember>(journal, "m" + std::to_string(i))});
+  }
+  auto mesh = MeshLink::create(self_info(0), std::move(members));
+  ASSERT_TRUE(mesh.ok()) << mesh.status().to_string();
+  const auto t0 = std::chrono::steady_clock::now();
+  mesh->reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+  ASSERT_EQ(journal.events.size(), 8u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(journal.events[i].rfind("shutdown m", 0), 0u) << i << ": " << journal.events[i];
+    EXPECT_EQ(journal.events[4 + i].rfind("destroy m", 0), 0u) << 4 + i << ": " << journal.events[4 + i];
+  }
 }
 
 // Three devices, each with a mesh of fault links to the other two. Every

@@ -56,13 +56,21 @@ std::vector<CounterSample> device_samples(const roce::rc::DeviceCounters& d, con
   add(out, "unknown_qpn", d.unknown_qpn);
   add(out, "wrong_peer", d.wrong_peer);
   add(out, "not_for_us", d.not_for_us);
-  std::uint64_t malformed = 0;
+  // A frame that is not RoCE v2 at all (IPv6 neighbour discovery, ARP, other
+  // UDP traffic on a shared interface) is somebody else's, not a malformed
+  // one of ours: the two sums are kept apart.
+  std::uint64_t malformed = 0, not_roce = 0;
   for (int e = 1; e < static_cast<int>(roce::ParseError::kCount); ++e) {
     const auto pe = static_cast<roce::ParseError>(e);
-    if (pe != roce::ParseError::kBadIcrc) malformed += d.parse_errors[e];
+    if (pe == roce::ParseError::kNotIpv4 || pe == roce::ParseError::kNotUdp || pe == roce::ParseError::kNotRoce) {
+      not_roce += d.parse_errors[e];
+    } else if (pe != roce::ParseError::kBadIcrc) {
+      malformed += d.parse_errors[e];
+    }
     add(out, "rx_drop_" + std::string(roce::parse_error_name(pe)), d.parse_errors[e]);
   }
   add(out, "malformed_frames_dropped", malformed);
+  add(out, "non_roce_frames_ignored", not_roce);
   // Sums over every QP, live and destroyed.
   append_qp_samples(d.qp, out);
   add(out, "link_tx_frames", link.tx_frames);

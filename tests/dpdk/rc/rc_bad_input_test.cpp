@@ -9,6 +9,7 @@
 //   PSN behind (duplicate WRITE)  re-ACK, duplicate_requests, data not written again
 //   unknown rkey                  NAK remote access error, nothing written, QP to error
 //   out of the region's bounds    NAK remote access error (fresh QP), nothing written
+//   not RoCE v2 (IPv6, TCP, UDP to another port)  ignored, counted apart from malformed frames
 #include <gtest/gtest.h>
 
 #include "harness.hpp"
@@ -207,6 +208,51 @@ TEST_F(BadInput, EachKindIsDroppedOrNakedAndCounted) {
     EXPECT_EQ(counters().qp.naks_sent[roce::kNakRemoteAccessError], 2u);
     EXPECT_EQ(qp_->state(), QpState::kError);
   }
+}
+
+// Another protocol's frames on a shared interface (af_packet and tap see
+// everything the kernel sends there) are ignored and counted as not RoCE,
+// never as malformed RoCE frames; they touch nothing.
+TEST_F(BadInput, OtherTrafficIsIgnoredAndCountedApartFromMalformedFrames) {
+  const std::uint64_t va = target_.addr(0);
+  const std::uint32_t rkey = target_.rkey();
+  auto fix_ip_checksum = [](std::vector<std::uint8_t>& f) {
+    constexpr std::size_t ip = 14;
+    f[ip + 10] = f[ip + 11] = 0;
+    std::uint32_t sum = 0;
+    for (std::size_t i = 0; i < 20; i += 2) sum += static_cast<std::uint32_t>(f[ip + i] << 8 | f[ip + i + 1]);
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    f[ip + 10] = static_cast<std::uint8_t>(~sum >> 8);
+    f[ip + 11] = static_cast<std::uint8_t>(~sum);
+  };
+  auto ipv6 = write_frame(me_.psn, va, rkey, 64, 0x11);
+  ipv6[12] = 0x86;
+  ipv6[13] = 0xDD;
+  auto tcp = write_frame(me_.psn, va, rkey, 64, 0x22);
+  tcp[14 + 9] = 6;
+  fix_ip_checksum(tcp);
+  auto dns = write_frame(me_.psn, va, rkey, 64, 0x33);
+  dns[14 + 20 + 2] = 0;
+  dns[14 + 20 + 3] = 53;
+  for (const auto* f : {&ipv6, &tcp, &dns}) EXPECT_TRUE(exchange(*f).empty());
+  EXPECT_EQ(counters().parse_errors[static_cast<int>(roce::ParseError::kNotIpv4)], 1u);
+  EXPECT_EQ(counters().parse_errors[static_cast<int>(roce::ParseError::kNotUdp)], 1u);
+  EXPECT_EQ(counters().parse_errors[static_cast<int>(roce::ParseError::kNotRoce)], 1u);
+  auto samples = dev_->read_counters();
+  ASSERT_TRUE(samples.ok()) << samples.status().to_string();
+  auto value = [&](const std::string& name) -> std::int64_t {
+    for (const auto& s : *samples) {
+      if (s.name == name) return static_cast<std::int64_t>(s.value);
+    }
+    return -1;
+  };
+  EXPECT_EQ(value("non_roce_frames_ignored"), 3);
+  EXPECT_EQ(value("malformed_frames_dropped"), 0);
+  EXPECT_EQ(value("rx_drop_not_roce"), 1);
+  EXPECT_TRUE(untouched(0, 4096));
+  // The QP still works: the same WRITE, unaltered, lands.
+  EXPECT_FALSE(exchange(write_frame(me_.psn, va, rkey, 64, 0x44)).empty());  // its ACK
+  EXPECT_EQ(target_.data[0], 0x44);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 
 #include "self/vendor_err.hpp"
 #include "self_loopback.hpp"
@@ -57,16 +58,28 @@ TEST_F(OrphanTest, WriteIntoUnmappedRegionFailsWithoutFaulting) {
 }
 
 TEST_F(OrphanTest, StaleRegionNeverWritesIntoANewMappingAtTheSameAddress) {
-  void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(p, MAP_FAILED);
-  auto mr = self.pd->register_memory(p, kPage, Access::kLocalWrite | Access::kRemoteWrite);
-  ASSERT_TRUE(mr.ok());
-  ASSERT_EQ(munmap(p, kPage), 0);
-  bool relocated = false;
-  void* again = testing_support::map_again(p, kPage, &relocated);
-  ASSERT_NE(again, nullptr);
-  if (relocated) GTEST_SKIP() << "the sanitizer runtime took the address first; nothing to test";
-  Completion c = write_and_wait(reinterpret_cast<std::uint64_t>(p), (*mr)->rkey(), src_mr->lkey());
+  // A sanitizer's allocator may map the freed page for itself between our
+  // munmap and mmap (the kernel hands out the lowest hole first); once it
+  // has, it has memory to spare, so a few more tries find a page it leaves
+  // alone.
+  void* p = nullptr;
+  void* again = nullptr;
+  std::unique_ptr<MemoryRegion> mr;
+  for (int attempt = 0; attempt < 16 && again == nullptr; ++attempt) {
+    p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    auto r = self.pd->register_memory(p, kPage, Access::kLocalWrite | Access::kRemoteWrite);
+    ASSERT_TRUE(r.ok());
+    mr = std::move(*r);
+    ASSERT_EQ(munmap(p, kPage), 0);
+    bool relocated = false;
+    void* q = testing_support::map_again(p, kPage, &relocated);
+    ASSERT_NE(q, nullptr);
+    if (relocated) munmap(q, kPage);
+    else again = q;
+  }
+  if (again == nullptr) GTEST_SKIP() << "the sanitizer runtime took the address first 16 times; nothing to test";
+  Completion c = write_and_wait(reinterpret_cast<std::uint64_t>(p), mr->rkey(), src_mr->lkey());
   EXPECT_EQ(c.status, WcStatus::kRemAccessErr);
   EXPECT_EQ(static_cast<const char*>(again)[0], 0) << "the stale registration wrote into the new mapping";
   munmap(again, kPage);

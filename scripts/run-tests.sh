@@ -9,7 +9,9 @@
 # Keeps going after a failing preset and exits non-zero if any failed. The
 # log ends with the last preset's ctest summary followed by a recap of every
 # preset: its result, the tests that failed and the last lines of their
-# output, so that the tail of a CI log says what failed where.
+# output, so that the tail of a CI log says what failed where, and a last
+# line "N passed, N failed" summed over every preset (a preset that did not
+# configure or build counts as one failure).
 # Under tsan the 'torture' label is skipped (too slow). The default runs the
 # two sanitizer presets, both optimised builds (RelWithDebInfo, -O2); add
 # release with RMA_TEST_PRESETS="asan tsan release" or --preset release.
@@ -44,6 +46,8 @@ rma_install_deps "${RMA_VM_PACKAGES[@]}" || { echo "run-tests: installing depend
 jobs="$(nproc 2>/dev/null || echo 2)"
 results=()   # "preset: passed" / "preset: FAILED (stage)"
 failed=0
+total_passed=0
+total_failed=0
 n=${#presets[@]}
 
 # The tail of test NAME's output in ctest's log LOG (every test's output is
@@ -87,22 +91,33 @@ for i in "${!presets[@]}"; do
   echo
   echo "=== preset $p ($((i + 1))/$n): configure, build, test ==="
   if ! cmake --preset "$p"; then
-    results+=("$p: FAILED (configure)"); failed=1; continue
+    results+=("$p: FAILED (configure)"); failed=1; total_failed=$((total_failed + 1)); continue
   fi
   if ! cmake --build --preset "$p" -j "$jobs"; then
-    results+=("$p: FAILED (build)"); failed=1; continue
+    results+=("$p: FAILED (build)"); failed=1; total_failed=$((total_failed + 1)); continue
   fi
   args=(--preset "$p" -j2 --output-on-failure --timeout 900)
   if [[ "$p" == tsan ]]; then
     args+=(-LE torture)
   fi
   echo "=== preset $p: ctest ${args[*]} ${ctest_extra[*]} ==="
-  if ctest "${args[@]}" "${ctest_extra[@]}"; then
+  summary="$(mktemp)"
+  if ctest "${args[@]}" "${ctest_extra[@]}" | tee "$summary"; then
     results+=("$p: passed")
   else
     results+=("$p: FAILED (tests)"); failed=1
   fi
+  # ctest's own summary: "NN% tests passed, F tests failed out of T".
+  counts="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$summary" | tail -n 1)"
+  rm -f "$summary"
+  if [[ "$counts" =~ ,\ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
+    total_failed=$((total_failed + BASH_REMATCH[1]))
+    total_passed=$((total_passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
+  elif [[ "${results[-1]}" == *FAILED* ]]; then
+    total_failed=$((total_failed + 1))   # ctest ran no test or died before its summary
+  fi
 done
 
 recap
+echo "$total_passed passed, $total_failed failed"
 exit "$failed"

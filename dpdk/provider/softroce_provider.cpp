@@ -2,6 +2,7 @@
 // (RMA_SOFTROCE_PORT), registered in the engine's provider registry.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,19 +67,74 @@ Result<std::optional<std::uint8_t>> configured_code(const char* var, std::uint64
   return std::optional<std::uint8_t>{static_cast<std::uint8_t>(v)};
 }
 
-// Under rmarun (RMA_RANK, RMA_SIZE and RMA_BOOTSTRAP_ADDR set) with no
-// RMA_SOFTROCE_PORT: a memif mesh joining the job's ranks, named after the
-// job's bootstrap socket so that concurrent jobs do not meet.
-std::optional<std::string> launcher_mesh_spec() {
-  const char* rank = std::getenv("RMA_RANK");
-  const char* size = std::getenv("RMA_SIZE");
-  const char* job = std::getenv("RMA_BOOTSTRAP_ADDR");
-  if (rank == nullptr || size == nullptr || job == nullptr || *job == '\0') return std::nullopt;
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the bootstrap address
+// A memif mesh's name for a job: FNV-1a of what identifies the job, so that
+// concurrent jobs on one machine never meet.
+std::string mesh_name(const char* prefix, const char* job) {
+  std::uint64_t h = 1469598103934665603ull;
   for (const char* p = job; *p != '\0'; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
-  char name[32];
-  std::snprintf(name, sizeof name, "rma-job-%016llx", static_cast<unsigned long long>(h));
-  return std::string("memif-mesh:") + name + ",rank=" + rank + ",size=" + size;
+  char name[40];
+  std::snprintf(name, sizeof name, "%s-%016llx", prefix, static_cast<unsigned long long>(h));
+  return name;
+}
+
+const char* env_or_null(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// The job's size under a PMIx launcher, from what the launcher puts in every
+// rank's environment (PMIx itself has no such variable): Open MPI's
+// mpirun/prterun, Slurm's srun, or a PMI-style launcher.
+const char* pmix_job_size() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "PMI_SIZE"}) {
+    if (const char* v = env_or_null(var)) return v;
+  }
+  return nullptr;
+}
+
+// True when the launcher says the job's ranks are on more than one host.
+bool pmix_job_spans_hosts(const char* job_size) {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    if (const char* local = env_or_null(var)) return std::strcmp(local, job_size) != 0;
+  }
+  for (const char* var : {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"}) {
+    if (const char* nodes = env_or_null(var)) return std::strcmp(nodes, "1") != 0;
+  }
+  return false;
+}
+
+// With no RMA_SOFTROCE_PORT, the port comes from the job itself:
+// - under rmarun (RMA_RANK, RMA_SIZE, RMA_BOOTSTRAP_ADDR): a memif mesh of the
+//   job's ranks, named after the job's bootstrap socket;
+// - under a PMIx launcher (PMIX_NAMESPACE, PMIX_RANK and a job size): a memif
+//   mesh named after the PMIx namespace, when every rank is on this host; a
+//   job across hosts needs an interface that reaches them, which is an error
+//   naming RMA_SOFTROCE_PORT rather than a mesh that would wait for ranks
+//   that never come.
+Result<std::optional<std::string>> launcher_mesh_spec() {
+  const char* rank = env_or_null("RMA_RANK");
+  const char* size = env_or_null("RMA_SIZE");
+  const char* job = env_or_null("RMA_BOOTSTRAP_ADDR");
+  if (rank != nullptr && size != nullptr && job != nullptr) {
+    return std::optional<std::string>{"memif-mesh:" + mesh_name("rma-job", job) + ",rank=" + rank + ",size=" + size};
+  }
+  const char* ns = env_or_null("PMIX_NAMESPACE");
+  const char* pmix_rank = env_or_null("PMIX_RANK");
+  if (ns == nullptr || pmix_rank == nullptr) return std::optional<std::string>{};
+  const char* pmix_size = pmix_job_size();
+  if (pmix_size == nullptr) {
+    return invalid_argument(std::string("softroce: started by a PMIx launcher (namespace ") + ns +
+                            ") that does not say the job's size (OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or PMI_SIZE): "
+                            "set RMA_SOFTROCE_PORT (memif-mesh:<job>,rank=R,size=N on one host, "
+                            "af_packet:<interface> across hosts)");
+  }
+  if (pmix_job_spans_hosts(pmix_size)) {
+    return invalid_argument(std::string("softroce: the job's ") + pmix_size +
+                            " ranks are spread over several hosts, and a memif mesh only joins the ranks of one "
+                            "host: set RMA_SOFTROCE_PORT=af_packet:<interface that reaches the other hosts>");
+  }
+  return std::optional<std::string>{"memif-mesh:" + mesh_name("rma-pmix", ns) + ",rank=" + pmix_rank +
+                                    ",size=" + pmix_size};
 }
 
 // The port spec: RMA_SOFTROCE_PORT when set, else the launcher's mesh, else
@@ -86,7 +142,8 @@ std::optional<std::string> launcher_mesh_spec() {
 Result<std::string> port_spec() {
   const char* set = std::getenv(kPortVar);
   if (set == nullptr || *set == '\0') {
-    if (auto mesh = launcher_mesh_spec()) return *mesh;
+    RMA_ASSIGN_OR_RETURN(std::optional<std::string> mesh, launcher_mesh_spec());
+    if (mesh) return *mesh;
   }
   return config::get_string(kPortVar);
 }

@@ -93,6 +93,48 @@ std::string test_json_name(const Options& o) {
   return t + "Test";
 }
 
+std::string format_transport_summary(const std::vector<CounterSample>& counters) {
+  std::uint64_t retransmitted = 0, timeouts = 0, naks_sent = 0, naks_received = 0, rnr_sent = 0, rnr_received = 0;
+  std::string sent_kinds, received_kinds;
+  bool known = false;
+  auto kind_list = [](std::string& list, const std::string& kind, std::uint64_t v) {
+    list += (list.empty() ? "" : ", ") + kind + " " + std::to_string(v);
+  };
+  for (const CounterSample& c : counters) {
+    const std::string_view n = c.name;
+    if (n == "retransmitted_packets") { retransmitted = c.value; known = true; }
+    else if (n == "retry_timeouts") { timeouts = c.value; known = true; }
+    else if (n == "rnr_naks_sent") { rnr_sent = c.value; known = true; }
+    else if (n == "rnr_naks_received") { rnr_received = c.value; known = true; }
+    else if (n.starts_with("naks_sent_")) {
+      known = true;
+      naks_sent += c.value;
+      if (c.value != 0) kind_list(sent_kinds, std::string(n.substr(10)), c.value);
+    } else if (n.starts_with("naks_received_")) {
+      known = true;
+      naks_received += c.value;
+      if (c.value != 0) kind_list(received_kinds, std::string(n.substr(14)), c.value);
+    }
+  }
+  if (!known) return "";
+  if (retransmitted + timeouts + naks_sent + naks_received + rnr_sent + rnr_received == 0) {
+    return " Transport      : no retransmissions or NAKs\n";
+  }
+  std::string s = fmt(" Transport      : %llu packets retransmitted, %llu retry timeouts\n",
+                      static_cast<unsigned long long>(retransmitted), static_cast<unsigned long long>(timeouts));
+  if (naks_sent + rnr_sent != 0) {
+    s += fmt(" NAKs sent      : %llu", static_cast<unsigned long long>(naks_sent));
+    if (!sent_kinds.empty()) s += " (" + sent_kinds + ")";
+    s += fmt(", RNR NAKs %llu\n", static_cast<unsigned long long>(rnr_sent));
+  }
+  if (naks_received + rnr_received != 0) {
+    s += fmt(" NAKs received  : %llu", static_cast<unsigned long long>(naks_received));
+    if (!received_kinds.empty()) s += " (" + received_kinds + ")";
+    s += fmt(", RNR NAKs %llu\n", static_cast<unsigned long long>(rnr_received));
+  }
+  return s;
+}
+
 std::string format_waiting_banner() {
   return "\n************************************\n"
          "* Waiting for client to connect... *\n"

@@ -17,6 +17,14 @@ namespace rma::perftest {
 // RESULT_LINE: 87 dashes and a newline.
 extern const char* const kResultLine;
 
+// What the transport did behind the table, from the device's counters
+// (Device::read_counters): retransmitted packets, retry timeouts, NAKs sent
+// and received (sequence, access, ...), RNR NAKs. One line per direction
+// that saw any, so a user sees why a run was slow; "no retransmissions or
+// NAKs" when the counters are all zero; nothing when the provider reports
+// none of these counters (e.g. a NIC whose driver exposes no such counters).
+std::string format_transport_summary(const std::vector<CounterSample>& counters);
+
 struct BwResult {
   std::uint64_t size = 0;
   std::uint64_t iters = 0;   // messages counted (all QPs)

@@ -418,10 +418,20 @@ void progress_sync(Session& s) {
   (void)passive_wait(s, FrameType::kSync);
 }
 
+// After the table: what the transport did (retransmissions, NAKs), from the
+// device's counters, so a slow run says why.
+void print_transport_summary(const Session& s) {
+  if (!s.dev) return;
+  auto counters = s.dev->read_counters();
+  if (!counters.ok()) return;
+  std::printf("%s", format_transport_summary(*counters).c_str());
+}
+
 void finish(Session& s) {
   if (s.perftest) {
     // The report exchange and the close are part of run_bw.
     std::printf("%s", kResultLine);
+    print_transport_summary(s);
     std::fflush(stdout);
     return;
   }
@@ -433,6 +443,7 @@ void finish(Session& s) {
     (void)passive_wait(s, FrameType::kDone);
   }
   std::printf("%s", kResultLine);
+  print_transport_summary(s);
   std::fflush(stdout);
 }
 

@@ -247,5 +247,23 @@ TEST(PerftestReport, ResultsRoundTrip) {
   EXPECT_FALSE(decode_lat_result("1 2 3").ok());
 }
 
+TEST(TransportSummary, NamesRetransmissionsAndNakKindsFromTheCounters) {
+  const std::vector<CounterSample> c = {
+      {"tx_frames", 1000},           {"retransmitted_packets", 12}, {"retry_timeouts", 2},
+      {"naks_sent_psn_seq_err", 3},  {"naks_sent_rem_access_err", 0}, {"naks_received_psn_seq_err", 4},
+      {"naks_received_rem_access_err", 1}, {"rnr_naks_sent", 0},  {"rnr_naks_received", 5}};
+  EXPECT_EQ(format_transport_summary(c),
+            " Transport      : 12 packets retransmitted, 2 retry timeouts\n"
+            " NAKs sent      : 3 (psn_seq_err 3), RNR NAKs 0\n"
+            " NAKs received  : 5 (psn_seq_err 4, rem_access_err 1), RNR NAKs 5\n");
+}
+
+TEST(TransportSummary, QuietRunSaysSoAndUnknownCountersSayNothing) {
+  EXPECT_EQ(format_transport_summary({{"retransmitted_packets", 0}, {"naks_sent_psn_seq_err", 0}}),
+            " Transport      : no retransmissions or NAKs\n");
+  EXPECT_EQ(format_transport_summary({{"port_rcv_packets", 7}}), "");
+  EXPECT_EQ(format_transport_summary({}), "");
+}
+
 }  // namespace
 }  // namespace rma::perftest

@@ -42,6 +42,7 @@ struct LinkInfo {
 struct LinkCounters {
   std::uint64_t tx_frames = 0, tx_bytes = 0, tx_dropped = 0;  // dropped: no room on the link
   std::uint64_t rx_frames = 0, rx_bytes = 0;
+  std::uint64_t tx_loss_injected = 0;  // frames a LossyLink dropped on purpose (RMA_SOFTROCE_LOSS)
 };
 
 class Link {

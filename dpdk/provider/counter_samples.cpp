@@ -78,6 +78,7 @@ std::vector<CounterSample> device_samples(const roce::rc::DeviceCounters& d, con
   add(out, "link_tx_dropped", link.tx_dropped);
   add(out, "link_rx_frames", link.rx_frames);
   add(out, "link_rx_bytes", link.rx_bytes);
+  add(out, "link_tx_loss_injected", link.tx_loss_injected);
   return out;
 }
 

@@ -1,5 +1,8 @@
 // The "softroce" provider: a software RoCE v2 NIC on a DPDK port
 // (RMA_SOFTROCE_PORT), registered in the engine's provider registry.
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "link/lossy_link.hpp"
 #include "port/port.hpp"
 #include "port/spec.hpp"
 #include "provider/softroce_device.hpp"
@@ -25,6 +29,7 @@ constexpr const char* kTimeoutVar = "RMA_SOFTROCE_TIMEOUT";
 constexpr const char* kRetryVar = "RMA_SOFTROCE_RETRY_CNT";
 constexpr const char* kRnrRetryVar = "RMA_SOFTROCE_RNR_RETRY";
 constexpr const char* kProgressVar = "RMA_SOFTROCE_PROGRESS_US";
+constexpr const char* kLossVar = "RMA_SOFTROCE_LOSS";
 constexpr const char* kDeviceName = "softroce0";
 
 Status declare_variables() {
@@ -33,7 +38,7 @@ Status declare_variables() {
                                        "DPDK port of the softroce provider: memif:server:<sock>, "
                                        "memif:client:<sock>, af_packet:<if>, tap:<if>, ring:<name>, "
                                        "pci:<bdf>, memif-mesh:<job>,rank=R,size=N; options ,ip=a.b.c.d "
-                                       ",mac=xx:..:xx. Unset under rmarun: a memif mesh of the job's ranks"}));
+                                       ",mac=xx:..:xx. Unset under rmarun or a PMIx launcher (mpirun, srun): a memif mesh of the job's ranks"}));
   RMA_RETURN_IF_ERROR(config::declare({kProgressVar, "200",
                                        "softroce: a background thread progresses the device after this "
                                        "many microseconds without progress (a target answers while its "
@@ -44,6 +49,10 @@ Status declare_variables() {
   RMA_RETURN_IF_ERROR(config::declare({kPcapVar, "",
                                        "softroce: write every frame sent and received to this pcap "
                                        "file (empty = off)"}));
+  RMA_RETURN_IF_ERROR(config::declare({kLossVar, "0",
+                                       "softroce: drop this fraction (0 .. 0.5) of the RoCE frames the "
+                                       "device sends, as a lossy network would (soak runs, watching "
+                                       "recovery); counted as link_tx_loss_injected; 0 = off"}));
   RMA_RETURN_IF_ERROR(config::declare({kTimeoutVar, "",
                                        "softroce local ACK timeout code 0..31 (4.096 us * 2^code, 0 = "
                                        "infinite) for QPs that keep the default (14); empty = 14"}));
@@ -148,6 +157,20 @@ Result<std::string> port_spec() {
   return config::get_string(kPortVar);
 }
 
+// RMA_SOFTROCE_LOSS: a fraction in [0, 0.5] (more loss than that is not a
+// network anybody runs RDMA over, and go-back-N would crawl).
+Result<double> configured_loss() {
+  RMA_ASSIGN_OR_RETURN(std::string text, config::get_string(kLossVar));
+  if (text.empty()) return 0.0;
+  char* end = nullptr;
+  errno = 0;
+  const double loss = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || !(loss >= 0.0 && loss <= 0.5)) {
+    return invalid_argument(std::string(kLossVar) + "=" + text + ": must be a fraction from 0 to 0.5 (0.01 = 1% loss)");
+  }
+  return loss;
+}
+
 Result<std::uint32_t> configured_mtu() {
   RMA_ASSIGN_OR_RETURN(std::uint64_t mtu, config::get_size(kMtuVar));
   if (mtu != 0 && (mtu < 256 || mtu > 4096 || (mtu & (mtu - 1)) != 0)) {
@@ -219,8 +242,15 @@ class SoftRoceProvider final : public Provider {
     RMA_ASSIGN_OR_RETURN(auto retry_cnt, configured_code(kRetryVar, 7));
     RMA_ASSIGN_OR_RETURN(auto rnr_retry, configured_code(kRnrRetryVar, 7));
     const std::string where = "softroce: " + std::string(kPortVar) + "=\"" + spec + "\"";
+    RMA_ASSIGN_OR_RETURN(double loss, configured_loss());
     auto link = roce::open_port(spec);
     if (!link.ok()) return link.status().with_context(where);
+    std::unique_ptr<roce::Link> port = std::move(link).value();
+    if (loss > 0.0) {
+      std::uint64_t seed = 0;
+      if (::getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) seed = 0;
+      port = std::make_unique<roce::LossyLink>(std::move(port), loss, seed);
+    }
     DeviceOptions o;
     o.name = kDeviceName;
     o.path_mtu = mtu;
@@ -229,7 +259,7 @@ class SoftRoceProvider final : public Provider {
     o.retry_cnt = retry_cnt;
     o.rnr_retry = rnr_retry;
     o.progress_interval_us = static_cast<std::uint32_t>(progress_us);
-    auto dev = open_softroce_device(std::move(link).value(), o);
+    auto dev = open_softroce_device(std::move(port), o);
     if (!dev.ok()) return dev.status().with_context(where);
     return dev;
   }

@@ -15,6 +15,10 @@
 // without the target's program), for the engine and the API alike.
 //
 // *_Batch: 64 operations, then one completion wait: bandwidth.
+//
+// RMA_API_BENCH_THREAD_LEVEL=multiple runs the ranks at RMA_THREAD_MULTIPLE
+// (default single): the cost of the API lock and the thread-safe endpoint
+// manager on one thread, against the same run at RMA_THREAD_SINGLE.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -44,6 +48,10 @@ std::string provider() {
   return p == nullptr || *p == '\0' ? "self" : p;
 }
 bool on_softroce() { return provider() == "softroce"; }
+int thread_level() {
+  const char* l = std::getenv("RMA_API_BENCH_THREAD_LEVEL");
+  return l != nullptr && std::string(l) == "multiple" ? RMA_THREAD_MULTIPLE : RMA_THREAD_SINGLE;
+}
 
 // Opens a device; on softroce the two opens of one ring name are wired
 // together (the first is side A, the second side B).
@@ -177,7 +185,7 @@ void BM_Engine_Read_Batch(benchmark::State& s) { engine_bench(s, rma::Opcode::kR
 // ---------------------------------------------------------------- API
 
 template <typename F>
-void api_bench(benchmark::State& state, int n, F&& op) {
+void api_bench(benchmark::State& state, int n, F&& op, const rma_Win* win = nullptr) {
   const auto size = static_cast<int>(state.range(0));
   static std::vector<char> buf(kWindowBytes);
   g_peer_busy = on_softroce();
@@ -191,12 +199,23 @@ void api_bench(benchmark::State& state, int n, F&& op) {
         return;
       }
     }
-    if (rma_win_flush(1, g_win) != RMA_SUCCESS) {
+    if (rma_win_flush(1, win != nullptr ? *win : g_win) != RMA_SUCCESS) {
       state.SkipWithError("flush failed");
       return;
     }
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * n * size);
+}
+
+// An info object (never freed: the benchmark's life) asking for same_op.
+rma_Info same_op_info() {
+  static rma_Info info = [] {
+    rma_Info i = RMA_INFO_NULL;
+    rma_info_create(&i);
+    rma_info_set(i, "accumulate_ops", "same_op");
+    return i;
+  }();
+  return info;
 }
 
 int put(char* b, int size) { return rma_put(b, size, RMA_BYTE, 1, 0, size, RMA_BYTE, g_win); }
@@ -206,6 +225,15 @@ int acc_i64(char* b, int size) {
 }
 int acc_double(char* b, int size) {
   return rma_accumulate(b, size / 8, RMA_DOUBLE, 1, 0, size / 8, RMA_DOUBLE, RMA_SUM, g_win);
+}
+// REPLACE on doubles: the accumulate lock by default; an RDMA WRITE on a
+// window whose info says accumulate_ops=same_op (g_win_same_op).
+rma_Win g_win_same_op = RMA_WIN_NULL;
+int acc_replace(char* b, int size) {
+  return rma_accumulate(b, size / 8, RMA_DOUBLE, 1, 0, size / 8, RMA_DOUBLE, RMA_REPLACE, g_win);
+}
+int acc_replace_same_op(char* b, int size) {
+  return rma_accumulate(b, size / 8, RMA_DOUBLE, 1, 0, size / 8, RMA_DOUBLE, RMA_REPLACE, g_win_same_op);
 }
 int fop(char* b, int) {
   static std::int64_t result;
@@ -217,6 +245,10 @@ void BM_Api_Get(benchmark::State& s) { api_bench(s, 1, get); }
 void BM_Api_AccumulateInt64Sum(benchmark::State& s) { api_bench(s, 1, acc_i64); }
 void BM_Api_AccumulateDoubleSum(benchmark::State& s) { api_bench(s, 1, acc_double); }
 void BM_Api_FetchAndOp(benchmark::State& s) { api_bench(s, 1, fop); }
+void BM_Api_AccumulateDoubleReplace(benchmark::State& s) { api_bench(s, 1, acc_replace); }
+void BM_Api_AccumulateDoubleReplaceSameOp(benchmark::State& s) {
+  api_bench(s, 1, acc_replace_same_op, &g_win_same_op);
+}
 void BM_Api_Put_Batch(benchmark::State& s) { api_bench(s, kBatch, put); }
 void BM_Api_Get_Batch(benchmark::State& s) { api_bench(s, kBatch, get); }
 
@@ -228,6 +260,8 @@ BENCHMARK(BM_Engine_FetchAdd)->Arg(8);
 BENCHMARK(BM_Api_FetchAndOp)->Arg(8);
 BENCHMARK(BM_Api_AccumulateInt64Sum)->Arg(8)->Arg(64);
 BENCHMARK(BM_Api_AccumulateDoubleSum)->Arg(8)->Arg(4096);
+BENCHMARK(BM_Api_AccumulateDoubleReplace)->Arg(8)->Arg(4096);
+BENCHMARK(BM_Api_AccumulateDoubleReplaceSameOp)->Arg(8)->Arg(4096);
 BENCHMARK(BM_Engine_Write_Batch)->Arg(8)->Arg(65536);
 BENCHMARK(BM_Api_Put_Batch)->Arg(8)->Arg(65536);
 BENCHMARK(BM_Engine_Read_Batch)->Arg(8)->Arg(65536);
@@ -240,31 +274,41 @@ int main(int argc, char** argv) {
   auto group = api_test::make_group(2);
   if (group.size() != 2) return 1;
   const std::string prov = provider();
-  std::printf("rma_api_bench: provider %s\n", prov.c_str());
+  std::printf("rma_api_bench: provider %s, thread level %s\n", prov.c_str(),
+              thread_level() == RMA_THREAD_MULTIPLE ? "multiple" : "single");
   (void)engine();  // opens its devices before the ranks open theirs
   // The ranks' two devices: the two ends of one ring pair (whichever
   // rank opens first gets the first end).
   if (on_softroce()) ::setenv("RMA_SOFTROCE_PORT", "ring:rma-api-bench,ip=10.83.0.2", 1);
   std::atomic<bool> done{false};
   std::thread peer([&] {
-    if (rma::api::testing::init_thread(std::move(group[1]), prov) != RMA_SUCCESS) std::abort();
+    if (rma::api::testing::init_thread(std::move(group[1]), prov, thread_level()) != RMA_SUCCESS) std::abort();
     void* base = nullptr;
     rma_Win w = RMA_WIN_NULL;
     if (rma_win_allocate(kWindowBytes, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &w) != RMA_SUCCESS) std::abort();
+    rma_Win w2 = RMA_WIN_NULL;
+    void* base2 = nullptr;
+    if (rma_win_allocate(kWindowBytes, 1, same_op_info(), RMA_COMM_WORLD, &base2, &w2) != RMA_SUCCESS) std::abort();
     while (!done.load()) {
       if (g_peer_busy.load(std::memory_order_relaxed)) (void)rma_win_sync(w);  // progresses the NIC
       else std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    rma_win_free(&w2);
     rma_win_free(&w);
     rma_finalize();
   });
-  if (rma::api::testing::init_thread(std::move(group[0]), prov) != RMA_SUCCESS) return 1;
+  if (rma::api::testing::init_thread(std::move(group[0]), prov, thread_level()) != RMA_SUCCESS) return 1;
   void* base = nullptr;
   if (rma_win_allocate(kWindowBytes, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &g_win) != RMA_SUCCESS) return 1;
+  void* base2 = nullptr;
+  if (rma_win_allocate(kWindowBytes, 1, same_op_info(), RMA_COMM_WORLD, &base2, &g_win_same_op) != RMA_SUCCESS) return 1;
   rma_win_lock_all(RMA_MODE_NOCHECK, g_win);
+  rma_win_lock_all(RMA_MODE_NOCHECK, g_win_same_op);
   benchmark::RunSpecifiedBenchmarks();
   rma_win_unlock_all(g_win);
+  rma_win_unlock_all(g_win_same_op);
   done = true;
+  rma_win_free(&g_win_same_op);
   rma_win_free(&g_win);
   rma_finalize();
   peer.join();

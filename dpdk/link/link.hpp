@@ -43,6 +43,9 @@ struct LinkCounters {
   std::uint64_t tx_frames = 0, tx_bytes = 0, tx_dropped = 0;  // dropped: no room on the link
   std::uint64_t rx_frames = 0, rx_bytes = 0;
   std::uint64_t tx_loss_injected = 0;  // frames a LossyLink dropped on purpose (RMA_SOFTROCE_LOSS)
+  // Port control frames (EtherType 0x88B5, the memif FIN) received on a port
+  // kind without a control channel (af_packet, tap, PCI, ring): dropped.
+  std::uint64_t rx_control_dropped = 0;
 };
 
 class Link {

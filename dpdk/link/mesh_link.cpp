@@ -167,6 +167,7 @@ LinkCounters MeshLink::counters() const noexcept {
     c.tx_dropped += l.tx_dropped;
     c.rx_frames += l.rx_frames;
     c.rx_bytes += l.rx_bytes;
+    c.rx_control_dropped += l.rx_control_dropped;
   }
   return c;
 }

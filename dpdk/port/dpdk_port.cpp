@@ -702,7 +702,16 @@ std::size_t DpdkPort::poll(FrameSink& sink, std::size_t max) noexcept {
       rte_mbuf* m = mbufs_[i];
       if (state_ != PortState::kUp) continue;  // a FIN earlier in this burst: the rest is dropped
       if (std::uint8_t t = control_type(m); t != 0) {
-        handle_control(t);
+        // Only memif has a control channel: it is point-to-point (one peer
+        // process on the socket), so a control frame on it comes from that
+        // peer. On a shared segment (af_packet, tap, PCI) anybody can send
+        // one, and on a ring it is not ours either: one forged broadcast
+        // must not stop the port. Dropped, counted, never delivered.
+        if (spec_.kind == PortKind::kMemif) {
+          handle_control(t);
+        } else {
+          ++c_.link.rx_control_dropped;
+        }
         continue;
       }
       const std::uint8_t* data;

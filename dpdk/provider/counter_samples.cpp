@@ -55,6 +55,8 @@ std::vector<CounterSample> device_samples(const roce::rc::DeviceCounters& d, con
   add(out, "icrc_errors", d.icrc_errors);
   add(out, "unknown_qpn", d.unknown_qpn);
   add(out, "wrong_peer", d.wrong_peer);
+  add(out, "bad_pkey", d.bad_pkey);
+  add(out, "oversized_frames_dropped", d.oversized_frames);
   add(out, "not_for_us", d.not_for_us);
   // A frame that is not RoCE v2 at all (IPv6 neighbour discovery, ARP, other
   // UDP traffic on a shared interface) is somebody else's, not a malformed
@@ -79,6 +81,7 @@ std::vector<CounterSample> device_samples(const roce::rc::DeviceCounters& d, con
   add(out, "link_rx_frames", link.rx_frames);
   add(out, "link_rx_bytes", link.rx_bytes);
   add(out, "link_tx_loss_injected", link.tx_loss_injected);
+  add(out, "link_rx_control_dropped", link.rx_control_dropped);
   return out;
 }
 

@@ -16,6 +16,8 @@
 #include "rma/provider_checks.hpp"
 #include "rc/engine.hpp"
 #include "rc/qp.hpp"
+#include "swkit/mapping_rights.hpp"
+#include "swkit/orphan_tracker.hpp"
 #include "wire/wire.hpp"
 
 namespace rma::softroce {
@@ -150,19 +152,24 @@ class PdImpl final : public ProtectionDomain, public std::enable_shared_from_thi
 // ---------------------------------------------------------------- MR
 class MrImpl final : public MemoryRegion {
  public:
-  MrImpl(std::shared_ptr<PdImpl> pd, std::uint64_t a, std::uint64_t len, std::uint32_t lkey,
-         std::uint32_t rkey, Access access) noexcept
-      : MemoryRegion(a, len, lkey, rkey, access), pd_(std::move(pd)) {}
+  MrImpl(std::shared_ptr<PdImpl> pd, std::unique_ptr<swkit::RegionWatch> watch, std::uint64_t a,
+         std::uint64_t len, std::uint32_t lkey, std::uint32_t rkey, Access access) noexcept
+      : MemoryRegion(a, len, lkey, rkey, access), pd_(std::move(pd)), watch_(std::move(watch)) {}
   ~MrImpl() override {
     // Under the device lock: no packet is between checking a key and
     // copying through it when the region goes away.
-    roce::rc::Engine& e = pd_->dev().engine();
-    std::lock_guard lock(e.mutex());
-    e.keys().erase(lkey());
+    {
+      roce::rc::Engine& e = pd_->dev().engine();
+      std::lock_guard lock(e.mutex());
+      e.keys().erase(lkey());
+    }
+    // watch_ stops after the lock is released: the memory monitor takes the
+    // tracker's lock and must never wait for the device's.
   }
 
  private:
   std::shared_ptr<PdImpl> pd_;
+  std::unique_ptr<swkit::RegionWatch> watch_;  // marks the entry orphaned when the memory goes away
 };
 
 
@@ -171,13 +178,19 @@ Result<std::unique_ptr<MemoryRegion>> PdImpl::register_memory(void* addr, std::s
   const auto a = reinterpret_cast<std::uint64_t>(addr);
   const DeviceCaps& caps = dev_->caps();
   RMA_RETURN_IF_ERROR(check_registration(addr, length, access, caps));
+  // As a NIC's pinning would: no unmapped range, no write rights on a
+  // read-only mapping (a remote WRITE there would kill the process).
+  RMA_RETURN_IF_ERROR(swkit::check_mapping_rights(addr, length, access));
+  auto watch = std::make_unique<swkit::RegionWatch>(a, length);
   roce::rc::Engine& e = dev_->engine();
   roce::rc::KeyTable::Keys keys;
   {
     std::lock_guard lock(e.mutex());
-    RMA_ASSIGN_OR_RETURN(keys, e.keys().insert(roce::rc::MrEntry{a, length, access, this}, caps.max_mr));
+    RMA_ASSIGN_OR_RETURN(keys, e.keys().insert(roce::rc::MrEntry{a, length, access, this, watch->orphaned()},
+                                               caps.max_mr));
   }
-  return std::unique_ptr<MemoryRegion>(new MrImpl(shared_from_this(), a, length, keys.lkey, keys.rkey, access));
+  return std::unique_ptr<MemoryRegion>(
+      new MrImpl(shared_from_this(), std::move(watch), a, length, keys.lkey, keys.rkey, access));
 }
 
 // ---------------------------------------------------------------- QP
@@ -418,10 +431,14 @@ Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link>
   roce::rc::EngineOptions eo;
   eo.path_mtu = mtu;
   eo.max_unacked_psns = options.max_unacked_psns;
+  eo.max_read_request_packets = options.max_read_request_packets;
   eo.ack_req_every = options.ack_req_every;
   eo.tx_ring = options.tx_ring;
   eo.initial_psn = options.initial_psn;
   eo.pcap_path = options.pcap_path;
+  // Every progress() first sees the unmaps that returned before it, so a
+  // frame for a region whose memory went away fails its access check.
+  eo.memory_sync = [] { swkit::OrphanTracker::instance().sync(); };
   RMA_ASSIGN_OR_RETURN(auto engine, roce::rc::Engine::create(std::move(link), eo));
 
   DeviceInfo d;

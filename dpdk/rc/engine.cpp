@@ -3,16 +3,21 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
-#include <random>
 #include <string>
 
 #include "rc/qp.hpp"
+#include "swkit/secure_random.hpp"
 
 namespace rma::roce::rc {
 
 namespace {
-constexpr std::uint32_t kQpnBase = 0x11;  // QPN 0 and 1 are special in IB; rxe starts at 17
 constexpr std::uint32_t kBurst = 32;
+
+// P_Key match (IBA 10.9.3): the same partition (low 15 bits) and at least
+// one of the two a full member (bit 15), as rxe checks on every packet.
+bool pkey_matches(std::uint16_t a, std::uint16_t b) noexcept {
+  return (a & 0x7FFFu) == (b & 0x7FFFu) && ((a | b) & 0x8000u) != 0;
+}
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Link> link, const EngineOptions& options)
@@ -29,7 +34,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
   }
   if (options.tx_ring == 0 || options.max_qp == 0 || options.max_qp > (1u << 20) ||
       options.max_unacked_psns == 0 || options.max_unacked_psns >= (1u << 22) ||
-      options.ack_req_every == 0 || options.rx_burst == 0) {
+      options.ack_req_every == 0 || options.rx_burst == 0 || options.max_read_request_packets == 0 ||
+      options.max_read_request_packets >= (1u << 22)) {
     return invalid_argument("softroce: engine options out of range");
   }
   std::unique_ptr<Engine> e(new (std::nothrow) Engine(std::move(link), options));
@@ -43,8 +49,6 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
   for (std::uint32_t i = 0; i < options.tx_ring; ++i) e->tx_[i].payload = e->payload_store_.get() + std::size_t{i} * mtu;
   e->table_.assign(options.max_qp, nullptr);
   e->active_.reserve(options.max_qp);
-  e->rng_state_ = options.psn_seed != 0 ? options.psn_seed : (std::random_device{}() | 1ull) * 0x9E3779B97F4A7C15ull;
-  if (e->rng_state_ == 0) e->rng_state_ = 1;
   e->now_ = Clock::now();
   if (!options.pcap_path.empty()) {
     e->pcap_ = std::make_unique<PcapWriter>();
@@ -59,34 +63,40 @@ Result<std::uint32_t> Engine::add_qp(RcQp* qp) {
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::uint32_t i = (next_slot_ + k) % n;
     if (table_[i] == nullptr) {
+      // A random 24-bit QPN (0 and 1 are special in IB) that is not in use:
+      // a peer cannot guess which QPs exist here.
+      std::uint32_t qpn;
+      do {
+        qpn = swkit::secure_random_u32() & 0xFFFFFFu;  // QPNs are 24 bits
+      } while (qpn < 2 || qpns_.contains(qpn));
+      qpns_.insert(qpn, i);
       table_[i] = qp;
-      next_slot_ = (i + 1) % n;  // round robin: a destroyed QP's number comes back late
+      next_slot_ = (i + 1) % n;
       active_.push_back(qp);
-      return kQpnBase + i;
+      return qpn;
     }
   }
   return resource_exhausted("create_qp: all " + std::to_string(n) + " QPs of the device are in use");
 }
 
 void Engine::remove_qp(std::uint32_t qpn) noexcept {
-  if (qpn < kQpnBase || qpn - kQpnBase >= table_.size()) return;
-  RcQp* qp = table_[qpn - kQpnBase];
-  table_[qpn - kQpnBase] = nullptr;
+  std::uint32_t i;
+  if (!qpns_.find(qpn, i)) return;
+  qpns_.erase(qpn);
+  RcQp* qp = table_[i];
+  table_[i] = nullptr;
   active_.erase(std::remove(active_.begin(), active_.end(), qp), active_.end());
 }
 
 RcQp* Engine::find_qp(std::uint32_t qpn) const noexcept {
-  if (qpn < kQpnBase || qpn - kQpnBase >= table_.size()) return nullptr;
-  return table_[qpn - kQpnBase];
+  std::uint32_t i;
+  return qpns_.find(qpn, i) ? table_[i] : nullptr;
 }
 
 std::uint32_t Engine::initial_psn() noexcept {
   if (options_.initial_psn) return *options_.initial_psn & kPsnMask;
-  // xorshift64*
-  rng_state_ ^= rng_state_ >> 12;
-  rng_state_ ^= rng_state_ << 25;
-  rng_state_ ^= rng_state_ >> 27;
-  return static_cast<std::uint32_t>((rng_state_ * 0x2545F4914F6CDD1Dull) >> 40) & kPsnMask;
+  // Unpredictable, so a blind spoofer cannot place a request at ePSN.
+  return swkit::secure_random_u32() & kPsnMask;
 }
 
 std::uint8_t* Engine::tx_payload() noexcept {
@@ -153,6 +163,11 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
   ++dev_.rx_frames;
   dev_.rx_bytes += frame.size();
   if (pcap_) pcap_->write(frame);
+  const std::uint32_t max_frame = link_->info().max_frame;
+  if (max_frame != 0 && frame.size() > max_frame) {  // more than the link says it carries
+    ++dev_.oversized_frames;
+    return;
+  }
   Packet pkt;
   const ParseError err = parse_packet(frame, pkt);
   if (err != ParseError::kOk) {
@@ -171,8 +186,16 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
     ++dev_.unknown_qpn;
     return;
   }
+  // The connected peer only (rxe's check_addr/check_keys): its source IPv4
+  // and the P_Key. RC packets carry no source QPN; the UDP source port is
+  // flow entropy that RoCE v2 lets a sender choose and change (ECMP, some
+  // NICs vary it per retry), so it identifies nobody and is not checked.
   if (qp->state() == QpState::kReset || pkt.h.src_ip != qp->peer().ipv4) {
     ++dev_.wrong_peer;
+    return;
+  }
+  if (!pkey_matches(pkt.h.pkey, kDefaultPkey)) {
+    ++dev_.bad_pkey;
     return;
   }
   qp->receive(pkt, frame.size());
@@ -180,6 +203,7 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
 
 void Engine::progress() noexcept {
   progress_calls_.store(progress_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (options_.memory_sync != nullptr) options_.memory_sync();
   now_ = Clock::now();
   // Receive everything waiting (bounded), so ACKs queued behind a burst of
   // data are seen before the retransmission timers run.

@@ -32,6 +32,7 @@
 
 #include "link/link.hpp"
 #include "rc/types.hpp"
+#include "swkit/id_index.hpp"
 #include "wire/pcap_writer.hpp"
 #include "wire/wire.hpp"
 
@@ -42,13 +43,21 @@ class RcQp;
 struct EngineOptions {
   std::uint32_t path_mtu = 4096;         // device path MTU (already resolved against the link)
   std::uint32_t max_unacked_psns = 128;  // requester stalls with this many PSNs unacknowledged
+  // A READ longer than this many packets goes out as several READ requests,
+  // one after the other is answered, so no request spans half the 24-bit
+  // PSN space (a 2^31-byte READ at MTU 256 is 2^23 packets: it never
+  // completed). Below 2^22.
+  std::uint32_t max_read_request_packets = 1u << 20;
   std::uint32_t ack_req_every = 64;      // AckReq at least every this many packets
   std::uint32_t tx_ring = 256;           // transmit slots
   std::uint32_t max_qp = 4096;
   std::uint32_t rx_burst = 64;           // frames per Link::poll
   std::optional<std::uint32_t> initial_psn;  // tests: every QP sends (and so expects) this first PSN
-  std::uint64_t psn_seed = 0;            // 0 = random
   std::string pcap_path;                 // capture every frame sent and received (empty: off)
+  // Called at the start of every progress(), before any frame is handled:
+  // makes every unmap that returned before it visible in the regions'
+  // orphaned flags (swkit::OrphanTracker::sync). Null: nothing to sync.
+  void (*memory_sync)() = nullptr;
 };
 
 class Engine final : private FrameSink {
@@ -116,7 +125,8 @@ class Engine final : private FrameSink {
   EngineOptions options_;
   KeyTable keys_;
 
-  std::vector<RcQp*> table_;    // index = qpn - kQpnBase
+  std::vector<RcQp*> table_;    // QP slots, max_qp of them
+  swkit::IdIndex qpns_;         // QPN (random, 24 bits) -> slot
   std::vector<RcQp*> active_;   // live QPs, for timers and transmit
   std::uint32_t next_slot_ = 0;
 
@@ -126,7 +136,6 @@ class Engine final : private FrameSink {
   std::unique_ptr<TxFrame[]> burst_;
 
   std::uint16_t ip_id_ = 0;
-  std::uint64_t rng_state_ = 0;
   Clock::time_point now_{};
   // Written only under mutex_ (a plain load+store, not a locked increment).
   std::atomic<std::uint64_t> progress_calls_{0};

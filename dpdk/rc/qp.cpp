@@ -286,6 +286,10 @@ bool RcQp::transmit() noexcept {
       ++sq_assigned_;
       send_pkt_ = 0;
     }
+    // The next chunk of a long READ only once every PSN before it is
+    // answered: one READ request of a work request at the responder at a
+    // time, as max_rd_atomic counts work requests.
+    if (w.opcode == VerbOp::kRdmaRead && req_psn_ != w.first_psn && comp_psn_ != req_psn_) break;
     if (!send_request_packet(sq_send_, w)) return true;
   }
   return false;
@@ -302,12 +306,21 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
   const std::uint8_t* ref = nullptr;  // payload straight from the registered source
   switch (w.opcode) {
     case VerbOp::kRdmaRead: {
-      const std::uint64_t off = std::uint64_t{psn_diff(psn, w.first_psn)} * mtu_;
+      // One READ request per chunk of max_read_request_packets, with chunk
+      // boundaries fixed from first_psn, so a retry from inside a chunk asks
+      // for exactly the rest of that chunk (what the responder's resource
+      // for it can replay).
+      const std::uint32_t idx = psn_diff(psn, w.first_psn);
+      const std::uint32_t chunk = engine_.options().max_read_request_packets;
+      const std::uint32_t left = psn_diff(w.last_psn, psn) + 1;
+      used = std::min(left, chunk - idx % chunk);
+      last = used == left;
+      const std::uint64_t off = std::uint64_t{idx} * mtu_;
+      const std::uint64_t rest = w.length - std::min<std::uint64_t>(off, w.length);
       fill_headers(h, static_cast<std::uint8_t>(RoceOp::kReadRequest), psn);
       h.reth_va = w.remote_addr + off;
       h.reth_rkey = w.rkey;
-      h.reth_length = static_cast<std::uint32_t>(w.length - std::min<std::uint64_t>(off, w.length));
-      used = psn_diff(w.last_psn, psn) + 1;
+      h.reth_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(rest, std::uint64_t{used} * mtu_));
       break;
     }
     case VerbOp::kAtomicFetchAdd:
@@ -348,6 +361,17 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       }
       if (imm && last) h.imm = w.imm;
       if (last && (w.flags & kWrSolicited) != 0) h.solicited = true;
+      if (len > 0 && w.num_sge != 0) {
+        // Checked at post; the region may have been deregistered or its
+        // memory unmapped since. Stop here: the request completes with a
+        // local protection error once what was sent of it is acknowledged.
+        const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, send_sgl(seq), off + len, Access::kNone);
+        if (ve != kVeNone) {
+          w.vendor_err = ve;
+          check_head_local_error();
+          return true;
+        }
+      }
       if (len > 0) {
         if (w.num_sge == 0) {
           std::memcpy(buf, inline_data(seq) + off, len);
@@ -444,7 +468,10 @@ void RcQp::fail_head(WcStatus status, std::uint32_t vendor_err) noexcept {
 
 void RcQp::check_head_local_error() noexcept {
   if (state() != QpState::kRts) return;
-  if (sq_comp_ < sq_tail_ && sq_comp_ == sq_assigned_ && sq(sq_comp_).vendor_err != kVeNone) {
+  // A request that failed its local check, once it is the oldest and
+  // nothing sent before it (or of it) is still unacknowledged.
+  if (sq_comp_ < sq_tail_ && sq(sq_comp_).vendor_err != kVeNone &&
+      (sq_comp_ == sq_assigned_ || (sq_comp_ == sq_send_ && comp_psn_ == req_psn_))) {
     fail_head(WcStatus::kLocProtErr, sq(sq_comp_).vendor_err);
   }
 }
@@ -652,6 +679,11 @@ void RcQp::on_response(const Packet& pkt) noexcept {
       return;
     }
     ++ctr_.acks_received;
+    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, send_sgl(sq_comp_), 8, Access::kLocalWrite);
+    if (ve != kVeNone) {  // deregistered or unmapped since the post
+      fail_head(WcStatus::kLocProtErr, ve);
+      return;
+    }
     const std::uint64_t orig = pkt.h.atomic_ack_orig;
     std::uint8_t bytes[8];
     std::memcpy(bytes, &orig, 8);
@@ -671,12 +703,17 @@ void RcQp::on_response(const Packet& pkt) noexcept {
     return;
   }
   const std::uint32_t idx = psn_diff(psn, w.first_psn);
+  // Responses are numbered within the READ request they answer: one per
+  // chunk of max_read_request_packets (send_request_packet).
+  const std::uint32_t chunk = engine_.options().max_read_request_packets;
+  const std::uint32_t in_chunk = idx % chunk;
+  const std::uint32_t chunk_pkts = std::min(chunk, w.npkts - (idx - in_chunk));
   RoceOp expected;
-  if (w.npkts == 1) {
+  if (chunk_pkts == 1) {
     expected = RoceOp::kReadResponseOnly;
-  } else if (idx == 0) {
+  } else if (in_chunk == 0) {
     expected = RoceOp::kReadResponseFirst;
-  } else if (psn == w.last_psn) {
+  } else if (in_chunk + 1 == chunk_pkts) {
     expected = RoceOp::kReadResponseLast;
   } else {
     expected = RoceOp::kReadResponseMiddle;
@@ -695,7 +732,16 @@ void RcQp::on_response(const Packet& pkt) noexcept {
     ++ctr_.bad_responses;
     return;
   }
-  if (want > 0) copy_to_sgl(send_sgl(sq_comp_), off, pkt.payload.data(), want);
+  if (want > 0) {
+    // The local buffer was checked at post; since then its region may have
+    // been deregistered or its memory unmapped: check again before writing.
+    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, send_sgl(sq_comp_), off + want, Access::kLocalWrite);
+    if (ve != kVeNone) {
+      fail_head(WcStatus::kLocProtErr, ve);
+      return;
+    }
+    copy_to_sgl(send_sgl(sq_comp_), off, pkt.payload.data(), want);
+  }
   comp_psn_ = psn_add(psn, 1);
   if (psn == w.last_psn) {
     w.done = true;

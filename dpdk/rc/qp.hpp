@@ -215,6 +215,7 @@ class RcQp {
   std::uint32_t nak_psn_ = 0;
   InMsg in_msg_ = InMsg::kNone;
   std::uint64_t write_va_ = 0;
+  std::uint32_t write_rkey_ = 0;         // rkey of the WRITE in progress, checked on every packet
   std::uint32_t write_resid_ = 0, write_total_ = 0;
   std::uint32_t recv_offset_ = 0;        // bytes of the current SEND placed
   Resource res_[kResources];

@@ -132,6 +132,10 @@ bool RcQp::execute_write(const Packet& pkt, bool first, bool last, bool imm) noe
   const auto p = static_cast<std::uint32_t>(pkt.payload.size());
   if (first) {
     const std::uint32_t len = pkt.h.reth_length;
+    if (len > max_msg_size_) {  // the DMA length of one message is at most 2^31
+      responder_error(kNakInvalidRequest, kVeBadLength);
+      return false;
+    }
     if (len > 0) {
       const std::uint32_t ve =
           check_remote(engine_.keys(), pd_, pkt.h.reth_rkey, pkt.h.reth_va, len, Access::kRemoteWrite);
@@ -141,6 +145,7 @@ bool RcQp::execute_write(const Packet& pkt, bool first, bool last, bool imm) noe
       }
     }
     write_va_ = pkt.h.reth_va;
+    write_rkey_ = pkt.h.reth_rkey;
     write_resid_ = len;
     write_total_ = len;
   }
@@ -149,7 +154,17 @@ bool RcQp::execute_write(const Packet& pkt, bool first, bool last, bool imm) noe
     responder_error(kNakInvalidRequest, kVeBadLength);
     return false;
   }
-  if (p > 0) std::memcpy(reinterpret_cast<void*>(write_va_), pkt.payload.data(), p);
+  if (p > 0) {
+    // Every packet, not only FIRST: the requester may pause mid-message
+    // while the region is deregistered (and its memory freed or unmapped);
+    // the rkey of FIRST must still name a live region covering this part.
+    const std::uint32_t ve = check_remote(engine_.keys(), pd_, write_rkey_, write_va_, p, Access::kRemoteWrite);
+    if (ve != kVeNone) {
+      responder_error(kNakRemoteAccessError, ve);
+      return false;
+    }
+    std::memcpy(reinterpret_cast<void*>(write_va_), pkt.payload.data(), p);
+  }
   write_va_ += p;
   write_resid_ -= p;
   in_msg_ = last ? InMsg::kNone : InMsg::kWrite;
@@ -194,6 +209,14 @@ bool RcQp::execute_send(const Packet& pkt, bool first, bool last, bool imm) noex
   if (std::uint64_t{recv_offset_} + p > room) {
     complete_recv(WcStatus::kLocLenErr, VerbOp::kRecv, 0, false, 0, kVeRecvTooSmall);
     responder_error(kNakInvalidRequest, kVeRecvTooSmall);
+    return false;
+  }
+  // Every packet: the receive buffer's region may have been deregistered
+  // (or its memory unmapped) since FIRST.
+  if (!first && p > 0 &&
+      check_local_sgl(engine_.keys(), pd_, rsgl, recv_offset_ + std::uint64_t{p}, Access::kLocalWrite) != kVeNone) {
+    complete_recv(WcStatus::kLocProtErr, VerbOp::kRecv, 0, false, 0, kVeRecvBufferInvalid);
+    responder_error(kNakRemoteOperationalError, kVeRecvBufferInvalid);
     return false;
   }
   if (p > 0) copy_to_sgl(rsgl, recv_offset_, pkt.payload.data(), p);

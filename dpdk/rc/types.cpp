@@ -1,5 +1,7 @@
 #include "rc/types.hpp"
 
+#include "swkit/secure_random.hpp"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -79,11 +81,13 @@ std::uint32_t CqRing::pop(CqEntry* out, std::uint32_t max) noexcept {
 }
 
 // ---------------------------------------------------------------- KeyTable
-// key = (slot << 9) | (kind << 8) | generation, generation 1..255, slot >= 1.
-namespace {
-constexpr std::size_t kMaxSlots = std::size_t{1} << 22;
-constexpr std::size_t kReuseDelay = 32;
-}  // namespace
+
+std::uint32_t KeyTable::fresh_key() const noexcept {
+  for (;;) {
+    const std::uint32_t k = swkit::secure_random_u32();
+    if (k != 0 && !index_.contains(k)) return k;
+  }
+}
 
 Result<KeyTable::Keys> KeyTable::insert(const MrEntry& e, std::size_t max_entries) {
   if (live_ >= max_entries) {
@@ -91,41 +95,40 @@ Result<KeyTable::Keys> KeyTable::insert(const MrEntry& e, std::size_t max_entrie
                               " regions are registered, the device maximum (max_mr)");
   }
   std::uint32_t slot;
-  if (free_.size() - free_head_ > kReuseDelay) {
-    slot = free_[free_head_++];
-    if (free_head_ > 4096 && free_head_ * 2 > free_.size()) {
-      free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(free_head_));
-      free_head_ = 0;
-    }
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
   } else {
-    if (slots_.size() + 1 >= kMaxSlots) return resource_exhausted("register_memory: key space exhausted");
-    if (slots_.empty()) slots_.emplace_back();  // slot 0 unused: keys are never 0
     slot = static_cast<std::uint32_t>(slots_.size());
     slots_.emplace_back();
   }
   Slot& s = slots_[slot];
-  s.gen = static_cast<std::uint8_t>(s.gen == 255 ? 1 : s.gen + 1);
   s.e = e;
+  s.lkey = fresh_key();
+  index_.insert(s.lkey, slot << 1);
+  s.rkey = fresh_key();
+  index_.insert(s.rkey, slot << 1 | 1u);
   s.live = true;
   ++live_;
-  const std::uint32_t base = (slot << 9) | s.gen;
-  return Keys{base, base | (1u << 8)};
+  return Keys{s.lkey, s.rkey};
 }
 
 void KeyTable::erase(std::uint32_t lkey) noexcept {
-  const std::uint32_t slot = lkey >> 9;
-  if (slot == 0 || slot >= slots_.size() || !slots_[slot].live) return;
-  slots_[slot].live = false;
+  std::uint32_t v;
+  if (!index_.find(lkey, v) || (v & 1u) != 0) return;
+  Slot& s = slots_[v >> 1];
+  index_.erase(s.lkey);
+  index_.erase(s.rkey);
+  s.live = false;
+  s.lkey = s.rkey = 0;
   --live_;
-  free_.push_back(slot);  // capacity may grow: control path
+  free_.push_back(v >> 1);  // capacity may grow: control path
 }
 
 const MrEntry* KeyTable::find(std::uint32_t key, unsigned kind) const noexcept {
-  const std::uint32_t slot = key >> 9;
-  if (slot == 0 || slot >= slots_.size()) return nullptr;
-  const Slot& s = slots_[slot];
-  if (!s.live || s.gen != (key & 0xFFu) || ((key >> 8) & 1u) != kind) return nullptr;
-  return &s.e;
+  std::uint32_t v;
+  if (!index_.find(key, v) || (v & 1u) != kind) return nullptr;
+  return &slots_[v >> 1].e;
 }
 
 std::uint32_t check_local_sgl(const KeyTable& keys, const void* pd, std::span<const Sge> sgl,
@@ -138,6 +141,7 @@ std::uint32_t check_local_sgl(const KeyTable& keys, const void* pd, std::span<co
     if (mr->pd != pd) return kVeLkeyOtherPd;
     if (!mr->contains(sge.addr, sge.length)) return kVeLocalOutOfBounds;
     if (!has_access(mr->access, needed)) return kVeNoLocalWrite;
+    if (mr->is_orphaned()) return kVeLocalUnmapped;
     bytes -= std::min<std::uint64_t>(bytes, sge.length);
   }
   return kVeNone;
@@ -150,6 +154,7 @@ std::uint32_t check_remote(const KeyTable& keys, const void* pd, std::uint32_t r
   if (mr->pd != pd) return kVeRkeyOtherPd;
   if (!has_access(mr->access, right)) return kVeNoRemoteRight;
   if (addr + len < addr || !mr->contains(addr, len)) return kVeRemoteOutOfBounds;
+  if (mr->is_orphaned()) return kVeRemoteUnmapped;
   return kVeNone;
 }
 

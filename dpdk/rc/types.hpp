@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "rma/provider.hpp"
+#include "swkit/id_index.hpp"
 #include "rma/status.hpp"
 #include "wire/wire.hpp"
 
@@ -55,6 +57,8 @@ struct DeviceCounters {
   std::uint64_t icrc_errors = 0;               // = parse_errors[kBadIcrc]
   std::uint64_t unknown_qpn = 0;               // no such QP here
   std::uint64_t wrong_peer = 0;                // source IP is not the QP's peer
+  std::uint64_t bad_pkey = 0;                  // P_Key does not match the QP's partition
+  std::uint64_t oversized_frames = 0;          // longer than the link's max_frame: dropped unparsed
   std::uint64_t not_for_us = 0;                // destination IP is not ours
 };
 
@@ -91,6 +95,8 @@ enum VendorErr : std::uint32_t {
   kVeBadOpcodeSequence = 23,  // responder: opcode out of message order
   kVeBadLength = 24,          // responder: payload length inconsistent with the message
   kVeCqOverrun = 25,
+  kVeLocalUnmapped = 26,      // requester/receiver: the local region's memory was unmapped
+  kVeRemoteUnmapped = 27,     // responder: the rkey's region's memory was unmapped
 };
 
 // ---------------------------------------------------------------- completion rings
@@ -126,13 +132,20 @@ struct MrEntry {
   std::uint64_t length = 0;
   Access access = Access::kNone;
   const void* pd = nullptr;  // identity of the owning protection domain
+  // Set when the region's memory was unmapped or discarded (swkit's
+  // OrphanTracker); null when nobody watches (engine-level tests).
+  const std::atomic<bool>* orphaned = nullptr;
   bool contains(std::uint64_t a, std::uint64_t len) const noexcept {
     return a >= addr && len <= length && a - addr <= length - len;
   }
+  bool is_orphaned() const noexcept { return orphaned != nullptr && orphaned->load(std::memory_order_acquire); }
 };
 
-// lkey/rkey -> region. Keys carry (slot, generation, kind), so a stale key
-// from a deregistered region never names a newer one. Device lock held.
+// lkey/rkey -> region. Both keys of a region are drawn at random (getrandom)
+// and looked up through a hash index, so a peer cannot guess a key (the odds
+// are live regions / 2^32 per try, and a wrong rkey breaks the QP it was
+// sent on); a deregistered region's keys leave the index at once, so a stale
+// key names nothing. Device lock held.
 class KeyTable {
  public:
   struct Keys {
@@ -147,13 +160,14 @@ class KeyTable {
  private:
   struct Slot {
     MrEntry e;
-    std::uint8_t gen = 0;
+    std::uint32_t lkey = 0, rkey = 0;
     bool live = false;
   };
   const MrEntry* find(std::uint32_t key, unsigned kind) const noexcept;
+  std::uint32_t fresh_key() const noexcept;
   std::vector<Slot> slots_;
-  std::vector<std::uint32_t> free_;  // reused oldest-first after a delay
-  std::size_t free_head_ = 0;
+  std::vector<std::uint32_t> free_;  // slots of deregistered regions
+  swkit::IdIndex index_;             // key -> slot << 1 | kind (0 lkey, 1 rkey)
   std::size_t live_ = 0;
 };
 

@@ -8,7 +8,6 @@ namespace rma::endpoint {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr std::string_view kAddressKey = "rma.endpoints";
 // Per-peer record in the published blob: 4-byte length + the address bytes.
 constexpr std::size_t kRecord = 4 + EndpointAddress::kMaxSize;
 }  // namespace
@@ -26,6 +25,7 @@ std::string describe_error(WcStatus status, std::uint32_t vendor_err) {
 
 StatusCode Endpoint::reserve(bool read_or_atomic) noexcept {
   EndpointManager& m = *mgr_;
+  auto guard = m.lock();
   Clock::time_point start{};
   std::uint32_t spins = 0;
   for (;;) {
@@ -35,7 +35,7 @@ StatusCode Endpoint::reserve(bool read_or_atomic) noexcept {
     const bool rd_ok = !read_or_atomic || reads_ < max_rd_atomic_;
     // A free send slot needs a free pending entry too: at most depth_ are signaled.
     if (sq_ok && cq_ok && rd_ok && tail_ - head_ < depth_) return StatusCode::kOk;
-    if (m.progress() < 0) return StatusCode::kFailedPrecondition;
+    if (m.progress_locked() < 0) return StatusCode::kFailedPrecondition;
     if ((++spins & 255u) == 0) {
       if (start == Clock::time_point{}) start = Clock::now();
       else if (m.expired(start)) return StatusCode::kTimeout;
@@ -53,6 +53,7 @@ Sge Endpoint::bounce(std::uint32_t len) const noexcept {
 }
 
 StatusCode Endpoint::post(WorkRequest& wr, OnComplete&& on_complete, bool signal) noexcept {
+  auto guard = mgr_->lock();
   const bool rd = wr.opcode == Opcode::kRdmaRead || wr.opcode == Opcode::kAtomicFetchAdd ||
                   wr.opcode == Opcode::kAtomicCmpSwap;
   const StatusCode rc = reserve(rd);
@@ -102,14 +103,19 @@ StatusCode Endpoint::flush() noexcept {
   EndpointManager& m = *mgr_;
   Clock::time_point start{};
   std::uint32_t spins = 0;
-  while (!idle()) {
-    if (m.progress() < 0) return StatusCode::kFailedPrecondition;
+  for (;;) {
+    {
+      auto guard = m.lock();  // once per poll: other threads post meanwhile
+      if (idle()) break;
+      if (m.progress_locked() < 0) return StatusCode::kFailedPrecondition;
+    }
     if ((++spins & 255u) == 0) {
       if (start == Clock::time_point{}) start = Clock::now();
       else if (m.expired(start)) return StatusCode::kTimeout;
       std::this_thread::yield();
     }
   }
+  auto guard = m.lock();
   return broken_ ? StatusCode::kFailedPrecondition : StatusCode::kOk;
 }
 
@@ -211,6 +217,7 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
   options.max_sge = std::max(1u, std::min(options.max_sge, std::max(1u, caps.max_sge)));
   options.max_inline = std::min(options.max_inline, caps.max_inline_data);
   m->options_ = options;
+  m->thread_safe_ = options.thread_safe;
 
   RMA_ASSIGN_OR_RETURN(m->pd_, device->alloc_pd());
   RMA_ASSIGN_OR_RETURN(m->rcache_, RegistrationCache::create(m->pd_));
@@ -262,10 +269,10 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
     std::memcpy(rec, &addr.size, 4);
     std::memcpy(rec + 4, addr.bytes.data(), addr.size);
   }
-  RMA_RETURN_IF_ERROR(bootstrap.put(kAddressKey, blob).with_context("publishing endpoint addresses"));
+  RMA_RETURN_IF_ERROR(bootstrap.put(options.bootstrap_key, blob).with_context("publishing endpoint addresses"));
   RMA_RETURN_IF_ERROR(bootstrap.fence().with_context("exchanging endpoint addresses"));
   for (int p = 0; p < n; ++p) {
-    auto theirs = bootstrap.get(p, kAddressKey);
+    auto theirs = bootstrap.get(p, options.bootstrap_key);
     if (!theirs.ok()) {
       return theirs.status().with_context("endpoint addresses of rank " + std::to_string(p));
     }
@@ -292,6 +299,11 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
 }
 
 int EndpointManager::progress() noexcept {
+  auto guard = lock();
+  return progress_locked();
+}
+
+int EndpointManager::progress_locked() noexcept {
   if (cq_overrun_) return -1;
   Completion* wc = poll_buf_.get();
   const int n = cq_->poll({wc, kPollBatch});
@@ -324,8 +336,12 @@ int EndpointManager::progress() noexcept {
 StatusCode EndpointManager::wait(const Request& request) noexcept {
   Clock::time_point start{};
   std::uint32_t spins = 0;
-  while (!request.done()) {
-    if (progress() < 0) return StatusCode::kFailedPrecondition;
+  for (;;) {
+    {
+      auto guard = lock();  // once per poll: other threads post meanwhile
+      if (request.done()) break;
+      if (progress_locked() < 0) return StatusCode::kFailedPrecondition;
+    }
     if ((++spins & 255u) == 0) {
       if (start == Clock::time_point{}) start = Clock::now();
       else if (expired(start)) return StatusCode::kTimeout;

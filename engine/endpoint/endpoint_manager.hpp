@@ -24,13 +24,22 @@
 //    registration cache;
 //  - progress(): polls the CQ and dispatches completions.
 //
-// Threading: a manager belongs to one thread at a time (one rank); it does
-// no locking of its own. Data-path calls are noexcept and never allocate.
+// Threading: by default a manager belongs to one thread at a time (one
+// rank) and does no locking. With EndpointOptions::thread_safe (the API's
+// RMA_THREAD_MULTIPLE, and what a layer driving one manager from several
+// threads sets) every call of Endpoint and EndpointManager takes the
+// manager's (recursive) lock itself, waits take it once per poll so that
+// other threads post and progress meanwhile, and Request counters change
+// only under it. A reserve() -> bounce() -> post() sequence must hold
+// lock() across the three so that no other thread takes the slot between
+// them; reading a Request's fields directly (rather than through wait())
+// needs lock() too. Data-path calls are noexcept and never allocate.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -61,6 +70,10 @@ struct EndpointOptions {
   std::uint32_t max_sge = 16;           // capped by the device
   std::uint32_t max_inline = 256;       // capped by the device
   std::chrono::milliseconds timeout{60000};  // deadline of every blocking wait
+  bool thread_safe = false;             // lock every call (see "Threading" above)
+  // Bootstrap key the addresses are exchanged under: a job that creates
+  // several managers (OpenSHMEM's private contexts) gives each its own.
+  std::string bootstrap_key = "rma.endpoints";
 };
 
 // What happens when a posted work request completes.
@@ -145,7 +158,7 @@ class Endpoint {
 class EndpointManager {
  public:
   // Collective over the bootstrap: creates one QP per rank on `device`,
-  // exchanges their addresses (key "rma.endpoints"), connects them all and
+  // exchanges their addresses (key options.bootstrap_key), connects them all and
   // waits at a barrier until every rank is connected.
   static Result<std::unique_ptr<EndpointManager>> create(Bootstrap& bootstrap,
                                                          std::shared_ptr<Device> device,
@@ -171,6 +184,15 @@ class EndpointManager {
   // Progresses until every endpoint is idle.
   StatusCode flush_all() noexcept;
 
+  // Held across a reserve() -> bounce() -> post() sequence (and while reading
+  // Requests) when the manager is thread-safe; owns nothing otherwise.
+  // Recursive: the calls made while holding it take it again.
+  std::unique_lock<std::recursive_mutex> lock() noexcept {
+    return thread_safe_ ? std::unique_lock<std::recursive_mutex>(mu_)
+                        : std::unique_lock<std::recursive_mutex>();
+  }
+  bool thread_safe() const noexcept { return thread_safe_; }
+
   // Deadline helper for callers' own waits: true once `start + timeout` passed.
   bool expired(std::chrono::steady_clock::time_point start) const noexcept {
     return std::chrono::steady_clock::now() - start > options_.timeout;
@@ -194,6 +216,9 @@ class EndpointManager {
   int last_peer_ = 0;
   static constexpr int kPollBatch = 32;
   std::unique_ptr<Completion[]> poll_buf_;  // filled by poll(), never re-initialised
+  bool thread_safe_ = false;
+  std::recursive_mutex mu_;  // taken only when thread_safe_
+  int progress_locked() noexcept;
   std::uint32_t cq_depth_ = 0;
   std::uint32_t cq_outstanding_ = 0;      // signaled posts whose completion is not yet polled
   bool cq_overrun_ = false;

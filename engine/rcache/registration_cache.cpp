@@ -35,6 +35,7 @@ std::atomic<std::uint64_t> g_generation{0};
 // cached and each Handle holds one; whoever drops the last destroys it, so
 // release() needs no lock. Destruction happens outside the cache lock.
 struct RegistrationCache::Region {
+  bool exact = false;  // acquire_exact: never in the index, dies with its one handle
   std::uintptr_t start = 0;
   std::uintptr_t end = 0;
   std::unique_ptr<MemoryRegion> mr;
@@ -95,6 +96,8 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
 
   // ---- operations
   Result<Handle> acquire(RegistrationCache* owner, const void* addr, std::size_t length, Access access);
+  Result<Handle> acquire_exact(RegistrationCache* owner, const void* addr, std::size_t length,
+                               Access access);
   void release(Region* r) noexcept;
   void invalidate(const void* addr, std::size_t length) noexcept;
   void purge() noexcept;
@@ -104,6 +107,7 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
     s.regions = index_.size();
     s.in_use = 0;
     index_.for_each([&](auto, auto, Region* r) { s.in_use += r->refs.load(std::memory_order_relaxed) > 1; });
+    s.exact = exact_in_use_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -249,6 +253,7 @@ class RegistrationCache::Impl final : public rcache::InvalidationSink {
   std::atomic<bool> over_budget_{false};
   std::atomic<std::size_t> region_count_hint_{0};
   std::atomic<std::int64_t> detached_in_use_{0};
+  std::atomic<std::uint64_t> exact_in_use_{0};
 };
 
 Result<RegistrationCache::Handle> RegistrationCache::Impl::register_uncached(
@@ -361,6 +366,38 @@ Result<RegistrationCache::Handle> RegistrationCache::Impl::acquire(RegistrationC
   return register_uncached(owner, s, e, access);
 }
 
+Result<RegistrationCache::Handle> RegistrationCache::Impl::acquire_exact(RegistrationCache* owner,
+                                                                         const void* addr,
+                                                                         std::size_t length,
+                                                                         Access access) {
+  if (addr == nullptr) return invalid_argument("registration: address is null");
+  if (length == 0) return invalid_argument("registration: length is 0");
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  if (length > std::numeric_limits<std::uintptr_t>::max() - a ||
+      a + length > std::numeric_limits<std::uintptr_t>::max() - page_size_) {
+    return invalid_argument("registration: range at " + std::to_string(a) + " of " +
+                            std::to_string(length) + " bytes wraps around the address space");
+  }
+  if (length > max_mr_size_) {
+    return invalid_argument("registration: " + std::to_string(length) +
+                            " bytes exceed the device's largest registration (" +
+                            std::to_string(max_mr_size_) + " bytes)");
+  }
+  const std::uintptr_t ps = a & ~(page_size_ - 1);
+  const std::uintptr_t pe = (a + length + page_size_ - 1) & ~(page_size_ - 1);
+  if (rcache::MemoryMonitor::instance().watch(monitor_, ps, pe) ==
+      rcache::MemoryMonitor::WatchResult::kNotMapped) {
+    return invalid_argument("registration: [" + std::to_string(a) + ", " + std::to_string(a + length) +
+                            ") is not entirely mapped memory");
+  }
+  RMA_ASSIGN_OR_RETURN(auto mr, pd_->register_memory(const_cast<void*>(addr), length, access));
+  Region* r = new_region(a, a + length, std::move(mr), 1);
+  r->exact = true;
+  detached_in_use_.fetch_add(1, std::memory_order_relaxed);
+  exact_in_use_.fetch_add(1, std::memory_order_relaxed);
+  return Handle(owner, r);
+}
+
 void RegistrationCache::Impl::release(Region* r) noexcept {
   // Stamp before dropping the reference: once dropped, the region may be
   // evicted and destroyed by another thread.
@@ -371,8 +408,9 @@ void RegistrationCache::Impl::release(Region* r) noexcept {
   tick_.store(stamp, std::memory_order_relaxed);
   r->last_release.store(stamp, std::memory_order_relaxed);
   if (r->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    // The index had already let go: we were the last holder.
+    // The index had already let go (or never held it): we were the last holder.
     detached_in_use_.fetch_sub(1, std::memory_order_relaxed);
+    if (r->exact) exact_in_use_.fetch_sub(1, std::memory_order_relaxed);
     delete r;
     return;
   }
@@ -456,6 +494,10 @@ RegistrationCache::~RegistrationCache() {
 Result<RegistrationCache::Handle> RegistrationCache::acquire(const void* addr, std::size_t length,
                                                              Access access) {
   return impl_->acquire(this, addr, length, access);
+}
+Result<RegistrationCache::Handle> RegistrationCache::acquire_exact(const void* addr, std::size_t length,
+                                                                   Access access) {
+  return impl_->acquire_exact(this, addr, length, access);
 }
 void RegistrationCache::invalidate(const void* addr, std::size_t length) noexcept {
   impl_->invalidate(addr, length);

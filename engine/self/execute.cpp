@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "self/fabric.hpp"
-#include "self/orphan_tracker.hpp"
+#include "swkit/orphan_tracker.hpp"
 #include "self/queue_pair.hpp"
 #include "self/rnr_timer.hpp"
 
@@ -95,8 +95,8 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& respo
   auto fail = [](WcStatus s, std::uint32_t ve) { return Step{Step::kFailed, s, 0, ve}; };
   auto done = [](std::uint64_t n) { return Step{Step::kDone, WcStatus::kSuccess, static_cast<std::uint32_t>(n), kVeNone}; };
 
-  // See every unmap that finished before this transfer (orphan_tracker.hpp).
-  OrphanTracker::instance().sync();
+  // See every unmap that finished before this transfer (swkit/orphan_tracker.hpp).
+  swkit::OrphanTracker::instance().sync();
 
   // The local gather/scatter list: the posted SGEs, or the inline copy.
   Sge inline_sge{reinterpret_cast<std::uint64_t>(inline_data(seq)),

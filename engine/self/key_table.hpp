@@ -25,7 +25,7 @@ struct MrEntry {
   std::uint64_t length = 0;
   Access access = Access::kNone;
   const PdImpl* pd = nullptr;  // identity only: keys are valid within their PD
-  // Set when the region's memory was unmapped or discarded (orphan_tracker.hpp).
+  // Set when the region's memory was unmapped or discarded (swkit/orphan_tracker.hpp).
   const std::atomic<bool>* orphaned = nullptr;
 
   bool is_orphaned() const noexcept { return orphaned != nullptr && orphaned->load(std::memory_order_acquire); }

@@ -16,17 +16,17 @@ Result<std::unique_ptr<MemoryRegion>> MrImpl::create(std::shared_ptr<PdImpl> pd,
   const auto a = reinterpret_cast<std::uint64_t>(addr);
   RMA_RETURN_IF_ERROR(check_registration(addr, length, access, pd->caps()));
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  auto watch = std::make_unique<OrphanWatch>();
+  auto watch = std::make_unique<swkit::OrphanWatch>();
   watch->start = a & ~(page - 1);
   watch->end = (a + length + page - 1) & ~(page - 1);
-  OrphanTracker::instance().add(watch.get());
+  swkit::OrphanTracker::instance().add(watch.get());
   Fabric& fabric = Fabric::instance();
   Result<KeyTable::Keys> keys = [&] {
     std::lock_guard lock(fabric.mutex());
     return fabric.keys().insert(MrEntry{a, length, access, pd.get(), &watch->orphaned}, pd->caps().max_mr);
   }();
   if (!keys.ok()) {
-    OrphanTracker::instance().remove(watch.get());
+    swkit::OrphanTracker::instance().remove(watch.get());
     return keys.status();
   }
   return std::unique_ptr<MemoryRegion>(
@@ -43,7 +43,7 @@ MrImpl::~MrImpl() {
   }
   // Not under the fabric lock: the memory monitor takes the tracker's lock
   // and must never wait for the fabric's.
-  OrphanTracker::instance().remove(watch_.get());
+  swkit::OrphanTracker::instance().remove(watch_.get());
 }
 
 }  // namespace rma::self

@@ -8,7 +8,7 @@
 
 #include "rma/provider.hpp"
 #include "self/device.hpp"
-#include "self/orphan_tracker.hpp"
+#include "swkit/orphan_tracker.hpp"
 
 namespace rma::self {
 
@@ -19,12 +19,12 @@ class MrImpl final : public MemoryRegion {
   ~MrImpl() override;
 
  private:
-  MrImpl(std::shared_ptr<PdImpl> pd, std::unique_ptr<OrphanWatch> watch, std::uint64_t addr,
+  MrImpl(std::shared_ptr<PdImpl> pd, std::unique_ptr<swkit::OrphanWatch> watch, std::uint64_t addr,
          std::uint64_t length, std::uint32_t lkey, std::uint32_t rkey, Access access) noexcept
       : MemoryRegion(addr, length, lkey, rkey, access), pd_(std::move(pd)), watch_(std::move(watch)) {}
 
   std::shared_ptr<PdImpl> pd_;  // keeps the PD (and device) alive
-  std::unique_ptr<OrphanWatch> watch_;
+  std::unique_ptr<swkit::OrphanWatch> watch_;
 };
 
 }  // namespace rma::self

@@ -15,6 +15,10 @@
 //   userfaultfd events where the kernel allows, else via interception of
 //   those calls; invalidate() does the same on request. Handles already
 //   given out stay valid until released, as an ibv_mr stays valid.
+// - Exact registrations (acquire_exact) are the exception, for memory that
+//   is exposed to peers: exactly the bytes and rights asked for, never
+//   page-rounded, merged, shared with other lookups or kept after release,
+//   so the rkey published for them reaches nothing else and nothing longer.
 // - Thread-safe.
 #pragma once
 
@@ -53,6 +57,7 @@ struct RegistrationCacheStats {
   std::uint64_t regions = 0;        // registrations cached now
   std::uint64_t bytes = 0;          // bytes those cover
   std::uint64_t in_use = 0;         // of which held by live handles
+  std::uint64_t exact = 0;          // exact registrations held now (acquire_exact)
 };
 
 class RegistrationCache {
@@ -95,6 +100,17 @@ class RegistrationCache {
   // Errors: null address, zero length, a range that wraps the address space,
   // a range larger than the device can register, and registration failures.
   Result<Handle> acquire(const void* addr, std::size_t length, Access access);
+
+  // A registration of exactly [addr, addr+length) with exactly `access`,
+  // for memory whose rkey is given to peers (windows, attachments). It is
+  // never cached, merged or returned by acquire(), and it is deregistered
+  // when its handle is released, so after that the rkey reaches nothing,
+  // whoever else holds cached registrations of the same pages. The memory
+  // must be mapped (checked through the cache's memory monitor, which also
+  // watches it); when it goes away meanwhile, the handle's holder is
+  // responsible, as for an ibv_mr (providers fail accesses to unmapped memory).
+  // Errors: as acquire(), and memory that is not mapped.
+  Result<Handle> acquire_exact(const void* addr, std::size_t length, Access access);
 
   // Drops every cached registration overlapping [addr, addr+length) so no
   // later acquire() returns it. Handles in use stay valid until released.

@@ -167,15 +167,129 @@ class Info {
   rma_Info info_ = RMA_INFO_NULL;
 };
 
+// A group of processes (rma_Group), freed on destruction.
+class Group {
+ public:
+  explicit Group(rma_Group adopted) noexcept : g_(adopted) {}
+  Group(Group&& o) noexcept : g_(std::exchange(o.g_, RMA_GROUP_NULL)) {}
+  Group& operator=(Group&& o) noexcept {
+    if (this != &o) {
+      reset();
+      g_ = std::exchange(o.g_, RMA_GROUP_NULL);
+    }
+    return *this;
+  }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  ~Group() { reset(); }
+  int size() const {
+    int n = 0;
+    detail::checked(rma_group_size(g_, &n));
+    return n;
+  }
+  int rank() const {  // RMA_UNDEFINED_RANK if the caller is not a member
+    int r = 0;
+    detail::checked(rma_group_rank(g_, &r));
+    return r;
+  }
+  Group incl(std::initializer_list<int> ranks) const {
+    rma_Group n = RMA_GROUP_NULL;
+    detail::checked(rma_group_incl(g_, static_cast<int>(ranks.size()), ranks.begin(), &n));
+    return Group(n);
+  }
+  Group excl(std::initializer_list<int> ranks) const {
+    rma_Group n = RMA_GROUP_NULL;
+    detail::checked(rma_group_excl(g_, static_cast<int>(ranks.size()), ranks.begin(), &n));
+    return Group(n);
+  }
+  rma_Group handle() const noexcept { return g_; }
+
+ private:
+  void reset() noexcept {
+    if (g_ != RMA_GROUP_NULL) (void)rma_group_free(&g_);
+  }
+  rma_Group g_ = RMA_GROUP_NULL;
+};
+
+// A communicator. Comm::world() and Comm::self() refer to the predefined
+// ones; dup/split/split_type/create_group make new ones, freed (locally) on
+// destruction. A split that leaves this rank out gives a null Comm.
+class Comm {
+ public:
+  static Comm world() noexcept { return Comm(RMA_COMM_WORLD, false); }
+  static Comm self() noexcept { return Comm(RMA_COMM_SELF, false); }
+  Comm(Comm&& o) noexcept : c_(std::exchange(o.c_, RMA_COMM_NULL)), owned_(o.owned_) {}
+  Comm& operator=(Comm&& o) noexcept {
+    if (this != &o) {
+      reset();
+      c_ = std::exchange(o.c_, RMA_COMM_NULL);
+      owned_ = o.owned_;
+    }
+    return *this;
+  }
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm() { reset(); }
+
+  bool is_null() const noexcept { return c_ == RMA_COMM_NULL; }
+  rma_Comm handle() const noexcept { return c_; }
+  int rank() const {
+    int r = -1;
+    detail::checked(rma_comm_rank(c_, &r));
+    return r;
+  }
+  int size() const {
+    int n = -1;
+    detail::checked(rma_comm_size(c_, &n));
+    return n;
+  }
+  void barrier() const { detail::checked(rma_barrier(c_)); }
+  Group group() const {
+    rma_Group g = RMA_GROUP_NULL;
+    detail::checked(rma_comm_group(c_, &g));
+    return Group(g);
+  }
+  // Collective.
+  Comm dup() const { return made([&](rma_Comm* n) { return rma_comm_dup(c_, n); }); }
+  Comm split(int color, int key) const { return made([&](rma_Comm* n) { return rma_comm_split(c_, color, key, n); }); }
+  Comm split_shared(int key) const {
+    return made([&](rma_Comm* n) { return rma_comm_split_type(c_, RMA_COMM_TYPE_SHARED, key, RMA_INFO_NULL, n); });
+  }
+  // Collective over the members of `group` only.
+  Comm create_group(const Group& group, int tag) const {
+    return made([&](rma_Comm* n) { return rma_comm_create_group(c_, group.handle(), tag, n); });
+  }
+
+ private:
+  Comm(rma_Comm c, bool owned) noexcept : c_(c), owned_(owned) {}
+  template <typename F>
+  static Comm made(F&& f) {
+    rma_Comm n = RMA_COMM_NULL;
+    detail::checked(f(&n));
+    return Comm(n, true);
+  }
+  void reset() noexcept {
+    if (owned_ && c_ != RMA_COMM_NULL) (void)rma_comm_free(&c_);
+    c_ = RMA_COMM_NULL;
+  }
+  rma_Comm c_ = RMA_COMM_NULL;
+  bool owned_ = false;
+};
+
 class Window {
  public:
   // Collective: `count` elements of T per rank (disp_unit sizeof(T)).
   template <typename T>
   static Window allocate(std::size_t count, const Info* info = nullptr) {
+    return allocate<T>(count, Comm::world(), info);
+  }
+  // Collective over `comm`; the window's ranks are comm's.
+  template <typename T>
+  static Window allocate(std::size_t count, const Comm& comm, const Info* info = nullptr) {
     void* base = nullptr;
     rma_Win w = RMA_WIN_NULL;
     detail::checked(rma_win_allocate(static_cast<rma_Aint>(count * sizeof(T)), static_cast<int>(sizeof(T)),
-                                     info_handle(info), RMA_COMM_WORLD, &base, &w));
+                                     info_handle(info), comm.handle(), &base, &w));
     return Window(w);
   }
   template <typename T>
@@ -193,7 +307,15 @@ class Window {
     return Window(w);
   }
 
-  // The hints in use (rma_win_get_info); set_info is local, as in C.
+  void set_name(const std::string& name) { detail::checked(rma_win_set_name(win_, name.c_str())); }
+  std::string name() const {
+    char buf[RMA_MAX_OBJECT_NAME];
+    int len = 0;
+    detail::checked(rma_win_get_name(win_, buf, &len));
+    return std::string(buf, static_cast<std::size_t>(len));
+  }
+
+  // The hints in use (rma_win_get_info); set_info is collective, as in C.
   Info info() const {
     rma_Info i = RMA_INFO_NULL;
     detail::checked(rma_win_get_info(win_, &i));

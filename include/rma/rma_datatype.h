@@ -105,6 +105,18 @@ int rma_type_create_subarray(int ndims, const int array_of_sizes[], const int ar
                              rma_Datatype* newtype);
 int rma_type_create_resized(rma_Datatype oldtype, rma_Aint lb, rma_Aint extent,
                             rma_Datatype* newtype);
+/* The part of a distributed global array that process `rank` of a `size`
+ * process grid (psizes, row-major) owns (MPI 4.x 5.1.4); lb 0, extent the
+ * whole array. distribs: RMA_DISTRIBUTE_BLOCK, _CYCLIC or _NONE; dargs:
+ * block sizes or RMA_DISTRIBUTE_DFLT_DARG. */
+#define RMA_DISTRIBUTE_BLOCK 121
+#define RMA_DISTRIBUTE_CYCLIC 122
+#define RMA_DISTRIBUTE_NONE 123
+#define RMA_DISTRIBUTE_DFLT_DARG (-49767)
+int rma_type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                           const int array_of_distribs[], const int array_of_dargs[],
+                           const int array_of_psizes[], int order, rma_Datatype oldtype,
+                           rma_Datatype* newtype);
 int rma_type_dup(rma_Datatype oldtype, rma_Datatype* newtype);
 
 /* ---- life cycle ---- */
@@ -118,6 +130,39 @@ int rma_type_size(rma_Datatype datatype, int* size); /* RMA_UNDEFINED if > INT_M
 int rma_type_size_x(rma_Datatype datatype, rma_Count* size);
 int rma_type_get_extent(rma_Datatype datatype, rma_Aint* lb, rma_Aint* extent);
 int rma_type_get_true_extent(rma_Datatype datatype, rma_Aint* true_lb, rma_Aint* true_extent);
+
+/* ---- decoding (MPI 4.x 5.1.13) ----
+ * rma_type_get_envelope says how a type was made (RMA_COMBINER_NAMED for
+ * predefined types) and how many arguments rma_type_get_contents returns.
+ * Derived types get_contents returns are new handles: free them. */
+#define RMA_COMBINER_NAMED 1
+#define RMA_COMBINER_DUP 2
+#define RMA_COMBINER_CONTIGUOUS 3
+#define RMA_COMBINER_VECTOR 4
+#define RMA_COMBINER_HVECTOR 5
+#define RMA_COMBINER_INDEXED 6
+#define RMA_COMBINER_HINDEXED 7
+#define RMA_COMBINER_INDEXED_BLOCK 8
+#define RMA_COMBINER_HINDEXED_BLOCK 9
+#define RMA_COMBINER_STRUCT 10
+#define RMA_COMBINER_SUBARRAY 11
+#define RMA_COMBINER_DARRAY 12
+#define RMA_COMBINER_RESIZED 13
+int rma_type_get_envelope(rma_Datatype datatype, int* num_integers, int* num_addresses,
+                          int* num_datatypes, int* combiner);
+int rma_type_get_contents(rma_Datatype datatype, int max_integers, int max_addresses,
+                          int max_datatypes, int array_of_integers[],
+                          rma_Aint array_of_addresses[], rma_Datatype array_of_datatypes[]);
+
+/* ---- addresses (MPI 4.x 5.1.5) ----
+ * rma_get_address gives the absolute address of location. A type built from
+ * such addresses describes a buffer at RMA_BOTTOM (a null buffer argument,
+ * <rma/rma.h>) in every call that takes a buffer; its data must then lie
+ * above the first page (4096), or the call fails with RMA_ERR_BUFFER.
+ * rma_aint_add / rma_aint_diff add and subtract addresses (wrapping). */
+int rma_get_address(const void* location, rma_Aint* address);
+rma_Aint rma_aint_add(rma_Aint base, rma_Aint disp);
+rma_Aint rma_aint_diff(rma_Aint addr1, rma_Aint addr2);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,8 @@ extern "C" {
 #define RMA_ERR_UNKNOWN 13      /* unknown error */
 #define RMA_ERR_OTHER 15        /* known error not in this list (transport failure, timeout) */
 #define RMA_ERR_INTERN 16       /* internal error (a bug in librma) */
+#define RMA_ERR_IN_STATUS 17    /* a multiple-completion call: see each request's status */
+#define RMA_ERR_PENDING 18      /* (in a status) the request neither failed nor completed */
 #define RMA_ERR_REQUEST 19      /* invalid request handle */
 #define RMA_ERR_INFO 28         /* invalid info argument */
 #define RMA_ERR_INFO_KEY 29     /* info key too long or empty */

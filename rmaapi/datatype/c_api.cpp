@@ -56,11 +56,13 @@ Status check_array(const void* p, int count, const char* name) {
 }
 
 // Stores a new derived type in *newtype.
-int publish(Result<TypeLayout> layout, rma_Datatype* newtype, const rma_datatype_s* element) {
+int publish(Result<TypeLayout> layout, rma_Datatype* newtype, const rma_datatype_s* element,
+            TypeEnvelope envelope) {
   if (!layout.ok()) return fail(layout.status());
   auto* t = new rma_datatype_s;
   t->layout = std::move(layout).value();
   t->element = element;
+  t->envelope = std::move(envelope);
   *newtype = t;
   return succeed();
 }
@@ -70,6 +72,43 @@ std::vector<std::int64_t> widen(const T* a, int n) {
   std::vector<std::int64_t> v(static_cast<std::size_t>(n));
   for (int k = 0; k < n; ++k) v[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(a[k]);
   return v;
+}
+
+// Envelope arguments (MPI 4.x 5.1.13 lists what each combiner records).
+std::vector<int> ints_of(int count, const int* a, const int* b) {
+  std::vector<int> v{count};
+  for (int k = 0; k < count; ++k) v.push_back(a[k]);
+  if (b != nullptr) {
+    for (int k = 0; k < count; ++k) v.push_back(b[k]);
+  }
+  return v;
+}
+std::vector<int> ints_of2(int count, int blocklength, const int* d) {
+  std::vector<int> v{count, blocklength};
+  for (int k = 0; k < count; ++k) v.push_back(d[k]);
+  return v;
+}
+std::vector<rma_Aint> aints_of(int count, const rma_Aint* a) { return std::vector<rma_Aint>(a, a + count); }
+std::vector<int> subarray_ints(int ndims, const int* sizes, const int* subsizes, const int* starts, int order) {
+  std::vector<int> v{ndims};
+  for (const int* a : {sizes, subsizes, starts}) {
+    for (int k = 0; k < ndims; ++k) v.push_back(a[k]);
+  }
+  v.push_back(order);
+  return v;
+}
+TypeEnvelope make_envelope(int combiner, std::vector<int> ints, std::vector<rma_Aint> aints,
+                           const std::vector<rma_Datatype>& types) {
+  TypeEnvelope e;
+  e.combiner = combiner;
+  e.ints = std::move(ints);
+  e.aints = std::move(aints);
+  for (rma_Datatype t : types) {
+    // Predefined types are static (never freed): no copy, no ownership.
+    if (t->predefined) e.types.emplace_back(std::shared_ptr<const rma_datatype_s>(), t);
+    else e.types.push_back(std::make_shared<const rma_datatype_s>(*t));
+  }
+  return e;
 }
 
 // Common checks: newtype pointer and old type.
@@ -116,7 +155,8 @@ int rma_type_contiguous(int count, rma_Datatype oldtype, rma_Datatype* newtype) 
     auto old = prelude(oldtype, newtype);
     if (!old.ok()) return fail(old.status());
     if (auto s = check_count(count); !s.ok()) return fail(s);
-    return publish(make_contiguous(count, **old), newtype, element_of(oldtype));
+    return publish(make_contiguous(count, **old), newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_CONTIGUOUS, {count}, {}, {oldtype}));
   });
 }
 
@@ -126,7 +166,8 @@ int rma_type_vector(int count, int blocklength, int stride, rma_Datatype oldtype
     auto old = prelude(oldtype, newtype);
     if (!old.ok()) return fail(old.status());
     if (auto s = check_count(count); !s.ok()) return fail(s);
-    return publish(make_vector(count, blocklength, stride, **old), newtype, element_of(oldtype));
+    return publish(make_vector(count, blocklength, stride, **old), newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_VECTOR, {count, blocklength, stride}, {}, {oldtype}));
   });
 }
 
@@ -136,7 +177,8 @@ int rma_type_create_hvector(int count, int blocklength, rma_Aint stride, rma_Dat
     auto old = prelude(oldtype, newtype);
     if (!old.ok()) return fail(old.status());
     if (auto s = check_count(count); !s.ok()) return fail(s);
-    return publish(make_hvector(count, blocklength, stride, **old), newtype, element_of(oldtype));
+    return publish(make_hvector(count, blocklength, stride, **old), newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_HVECTOR, {count, blocklength}, {stride}, {oldtype}));
   });
 }
 
@@ -151,7 +193,8 @@ int rma_type_indexed(int count, const int array_of_blocklengths[],
     if (auto s = check_array(array_of_displacements, count, "array_of_displacements"); !s.ok()) return fail(s);
     auto b = widen(array_of_blocklengths, count);
     auto d = widen(array_of_displacements, count);
-    return publish(make_indexed(b, d, **old), newtype, element_of(oldtype));
+    return publish(make_indexed(b, d, **old), newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_INDEXED, ints_of(count, array_of_blocklengths, array_of_displacements), {}, {oldtype}));
   });
 }
 
@@ -166,7 +209,8 @@ int rma_type_create_hindexed(int count, const int array_of_blocklengths[],
     if (auto s = check_array(array_of_displacements, count, "array_of_displacements"); !s.ok()) return fail(s);
     auto b = widen(array_of_blocklengths, count);
     auto d = widen(array_of_displacements, count);
-    return publish(make_hindexed(b, d, **old), newtype, element_of(oldtype));
+    return publish(make_hindexed(b, d, **old), newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_HINDEXED, ints_of(count, array_of_blocklengths, nullptr), aints_of(count, array_of_displacements), {oldtype}));
   });
 }
 
@@ -179,7 +223,8 @@ int rma_type_create_indexed_block(int count, int blocklength, const int array_of
     if (auto s = check_array(array_of_displacements, count, "array_of_displacements"); !s.ok()) return fail(s);
     std::vector<std::int64_t> b(static_cast<std::size_t>(count), blocklength);
     auto d = widen(array_of_displacements, count);
-    return publish(make_indexed(b, d, **old), newtype, element_of(oldtype));
+    return publish(make_indexed(b, d, **old), newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_INDEXED_BLOCK, ints_of2(count, blocklength, array_of_displacements), {}, {oldtype}));
   });
 }
 
@@ -193,7 +238,8 @@ int rma_type_create_hindexed_block(int count, int blocklength,
     if (auto s = check_array(array_of_displacements, count, "array_of_displacements"); !s.ok()) return fail(s);
     std::vector<std::int64_t> b(static_cast<std::size_t>(count), blocklength);
     auto d = widen(array_of_displacements, count);
-    return publish(make_hindexed(b, d, **old), newtype, element_of(oldtype));
+    return publish(make_hindexed(b, d, **old), newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_HINDEXED_BLOCK, std::vector<int>{count, blocklength}, aints_of(count, array_of_displacements), {oldtype}));
   });
 }
 
@@ -218,7 +264,10 @@ int rma_type_create_struct(int count, const int array_of_blocklengths[],
     for (int k = 1; k < count; ++k) {
       if (element_of(array_of_types[k]) != element) element = nullptr;
     }
-    return publish(make_struct(b, d, types), newtype, element);
+    return publish(make_struct(b, d, types), newtype, element,
+                   make_envelope(RMA_COMBINER_STRUCT, ints_of(count, array_of_blocklengths, nullptr),
+                                 aints_of(count, array_of_displacements),
+                                 std::vector<rma_Datatype>(array_of_types, array_of_types + count)));
   });
 }
 
@@ -242,7 +291,10 @@ int rma_type_create_subarray(int ndims, const int array_of_sizes[], const int ar
     return publish(make_subarray(sz, sub, st,
                                  order == RMA_ORDER_C ? ArrayOrder::kC : ArrayOrder::kFortran,
                                  **old),
-                   newtype, element_of(oldtype));
+                   newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_SUBARRAY, subarray_ints(ndims, array_of_sizes, array_of_subsizes,
+                                                                      array_of_starts, order),
+                                 {}, {oldtype}));
   });
 }
 
@@ -251,7 +303,8 @@ int rma_type_create_resized(rma_Datatype oldtype, rma_Aint lb, rma_Aint extent,
   return guarded([&] {
     auto old = prelude(oldtype, newtype);
     if (!old.ok()) return fail(old.status());
-    return publish(make_resized(**old, lb, extent), newtype, element_of(oldtype));
+    return publish(make_resized(**old, lb, extent), newtype, element_of(oldtype),
+                   make_envelope(RMA_COMBINER_RESIZED, {}, {lb, extent}, {oldtype}));
   });
 }
 
@@ -263,6 +316,7 @@ int rma_type_dup(rma_Datatype oldtype, rma_Datatype* newtype) {
     t->layout = **old;
     t->element = element_of(oldtype);
     t->committed = oldtype->committed;  // MPI: the duplicate has the same committed state
+    t->envelope = make_envelope(RMA_COMBINER_DUP, {}, {}, {oldtype});
     *newtype = t;
     return succeed();
   });

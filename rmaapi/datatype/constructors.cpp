@@ -1,6 +1,7 @@
 #include "datatype/constructors.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <atomic>
 #include <optional>
 #include <string>
@@ -284,10 +285,27 @@ std::uint64_t TypeLayout::description_words() const noexcept {
   return words;
 }
 
+bool footprint_fits(const TypeLayout& type, std::int64_t count, Footprint& out) noexcept {
+  out = {};
+  if (count <= 0 || type.size == 0) return true;
+  i64 span = 0, lo = 0, hi = 0, len = 0;
+  if (__builtin_mul_overflow(count - 1, type.extent(), &span) ||
+      __builtin_add_overflow(type.true_lb, std::min<i64>(0, span), &lo) ||
+      __builtin_add_overflow(type.true_ub, std::max<i64>(0, span), &hi) ||
+      __builtin_sub_overflow(hi, lo, &len)) {
+    return false;
+  }
+  out = Footprint{lo, hi};
+  return true;
+}
+
 Footprint footprint(const TypeLayout& type, std::int64_t count) noexcept {
-  if (count <= 0 || type.size == 0) return {};
-  i64 span = (count - 1) * type.extent();
-  return Footprint{type.true_lb + std::min<i64>(0, span), type.true_ub + std::max<i64>(0, span)};
+  Footprint f;
+  if (!footprint_fits(type, count, f)) {
+    // Never fits a window or a registration; callers check first.
+    return Footprint{std::numeric_limits<i64>::min() / 2, std::numeric_limits<i64>::max() / 2};
+  }
+  return f;
 }
 
 std::uint64_t new_identity() noexcept {

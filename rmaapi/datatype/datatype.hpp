@@ -2,11 +2,27 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "datatype/layout.hpp"
 #include "rma/rma_datatype.h"
 #include "rma/status.hpp"
+
+struct rma_datatype_s;
+
+namespace rma::api {
+// How a derived type was made (rma_type_get_envelope / get_contents, MPI
+// 4.x 5.1.13): the constructor and its arguments, the types as snapshots
+// (a type built from one stays describable after the program frees it).
+struct TypeEnvelope {
+  int combiner = RMA_COMBINER_NAMED;
+  std::vector<int> ints;
+  std::vector<rma_Aint> aints;
+  std::vector<std::shared_ptr<const rma_datatype_s>> types;
+};
+}  // namespace rma::api
 
 struct rma_datatype_s {
   static constexpr std::uint32_t kMagic = 0x52544450;  // "RTDP"
@@ -18,6 +34,7 @@ struct rma_datatype_s {
   // Derived types: the one predefined type all their data is made of, or
   // nullptr when they mix several (accumulate needs one; MPI 4.x 12.3.4).
   const rma_datatype_s* element = nullptr;
+  rma::api::TypeEnvelope envelope;
 };
 
 namespace rma::api {

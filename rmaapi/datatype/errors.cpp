@@ -30,6 +30,8 @@ constexpr ClassInfo kClasses[] = {
     {RMA_ERR_OTHER, "RMA_ERR_OTHER", "failure: ", "other error"},
     {RMA_ERR_INTERN, "RMA_ERR_INTERN", "internal error: ", "internal error in librma (please report it)"},
     {RMA_ERR_REQUEST, "RMA_ERR_REQUEST", "invalid request: ", "invalid request handle"},
+    {RMA_ERR_IN_STATUS, "RMA_ERR_IN_STATUS", "error in status: ", "error code is in the status of a request"},
+    {RMA_ERR_PENDING, "RMA_ERR_PENDING", "pending: ", "the request has neither failed nor completed"},
     {RMA_ERR_INFO, "RMA_ERR_INFO", "invalid info: ", "invalid info argument"},
     {RMA_ERR_INFO_KEY, "RMA_ERR_INFO_KEY", "invalid info key: ", "info key too long or empty"},
     {RMA_ERR_INFO_VALUE, "RMA_ERR_INFO_VALUE", "invalid info value: ", "invalid info value"},

@@ -92,6 +92,11 @@ struct Footprint {
   std::int64_t lo = 0;
   std::int64_t hi = 0;
 };
+// False (and `out` empty) when the bounds or their distance do not fit in
+// 64 bits: (count - 1) x extent can overflow for a resized type.
+bool footprint_fits(const TypeLayout& type, std::int64_t count, Footprint& out) noexcept;
+// As footprint_fits; when it does not fit, a range no window or
+// registration contains (check footprint_fits first to report it).
 Footprint footprint(const TypeLayout& type, std::int64_t count) noexcept;
 
 // A fresh identity for a new derived type; kEmptyIdentity for empty types.

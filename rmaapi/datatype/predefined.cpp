@@ -19,7 +19,8 @@ template <typename T>
 rma_datatype_s basic(const char* name, bool integer = false) {
   return rma_datatype_s{rma_datatype_s::kMagic, true, true, name,
                         make_basic(sizeof(T), alignof(T),
-                                   integer ? integer_class(sizeof(T)) : next_own++)};
+                                   integer ? integer_class(sizeof(T)) : next_own++),
+                        nullptr, rma::api::TypeEnvelope{}};
 }
 template <typename T>
 rma_datatype_s integer(const char* name) {
@@ -29,7 +30,8 @@ template <typename A, typename B>
 rma_datatype_s pair(const char* name) {
   struct S { A a; B b; };
   rma_datatype_s t{rma_datatype_s::kMagic, true, true, name,
-                   make_pair(sizeof(A), alignof(A), sizeof(B), alignof(B), next_own++)};
+                   make_pair(sizeof(A), alignof(A), sizeof(B), alignof(B), next_own++),
+                   nullptr, rma::api::TypeEnvelope{}};
   static_assert(offsetof(S, b) % alignof(B) == 0);
   return t;
 }

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "comm/c_call.hpp"
+#include "comm/collectives.hpp"
 #include "rma/config.hpp"
 #include "rma/registry.hpp"
 #include "window/window.hpp"
@@ -47,6 +49,11 @@ Result<std::unique_ptr<Context>> Context::create(std::unique_ptr<Bootstrap> boot
                             ": must be 2..65536");
   }
   std::unique_ptr<Context> c(new Context());
+  if (options.thread_level < RMA_THREAD_SINGLE || options.thread_level > RMA_THREAD_MULTIPLE) {
+    return invalid_argument("thread level " + std::to_string(options.thread_level) +
+                            " is not RMA_THREAD_SINGLE, _FUNNELED, _SERIALIZED or _MULTIPLE");
+  }
+  c->thread_level_ = options.thread_level;
   c->rank_ = bootstrap->rank();
   c->size_ = bootstrap->size();
   c->bootstrap_ = std::move(bootstrap);
@@ -56,7 +63,21 @@ Result<std::unique_ptr<Context>> Context::create(std::unique_ptr<Bootstrap> boot
   eo.timeout = std::chrono::milliseconds(
       timeout_ms > 86400000ull * 365 ? 86400000ull * 365 : timeout_ms);
   eo.sq_depth = static_cast<std::uint32_t>(sq_depth);
+  eo.thread_safe = options.thread_level == RMA_THREAD_MULTIPLE;
   RMA_ASSIGN_OR_RETURN(c->eps_, endpoint::EndpointManager::create(*c->bootstrap_, dev, eo));
+  c->world_comm_ = std::make_unique<rma_comm_s>();
+  c->world_comm_->is_world = true;
+  c->world_comm_->ctx = c.get();
+  c->world_comm_->id = 1;
+  c->world_comm_->rank = c->rank_;
+  c->world_comm_->name = "RMA_COMM_WORLD";
+  for (int r = 0; r < c->size_; ++r) c->world_comm_->ranks.push_back(r);
+  c->self_comm_ = std::make_unique<rma_comm_s>();
+  c->self_comm_->ctx = c.get();
+  c->self_comm_->id = mix_id(2, static_cast<std::uint64_t>(c->rank_));
+  c->self_comm_->ranks = {c->rank_};
+  c->self_comm_->name = "RMA_COMM_SELF";
+  RMA_ASSIGN_OR_RETURN(c->mailbox_, Mailbox::create(*c->bootstrap_, *c->eps_));
   return c;
 }
 
@@ -73,6 +94,15 @@ Context::~Context() {
     delete w;
   }
   windows.clear();
+  for (rma_comm_s* comm : comms_) {
+    release_errhandler(comm->errhandler);
+    comm->magic = 0;
+    delete comm;
+  }
+  if (self_comm_) release_errhandler(self_comm_->errhandler);
+  release_errhandler(comm_errhandler);
+  comms_.clear();
+  mailbox_.reset();
   scratch_reg_.reset();
   eps_.reset();
   std::free(scratch_mem_);
@@ -111,7 +141,24 @@ Result<Context::Scratch> Context::scratch(std::size_t bytes) {
   return s;
 }
 
+void Context::detach_request(rma_request_s* r) {
+  r->active = false;  // no longer a handle the program holds
+  detached_requests_.push_back(r);
+}
+
 rma_request_s* Context::new_request() {
+  if (!detached_requests_.empty()) [[unlikely]] {
+    auto& d = detached_requests_;
+    for (std::size_t i = 0; i < d.size();) {
+      if (d[i]->req.done()) {
+        release_request(d[i]);
+        d[i] = d.back();
+        d.pop_back();
+      } else {
+        ++i;
+      }
+    }
+  }
   if (free_requests_.empty()) {
     requests_.push_back(std::make_unique<rma_request_s>());
     // release_request() must not allocate: room for every request.
@@ -136,6 +183,7 @@ Context* current_context() noexcept {
   Context* c = t_current;
   return c != nullptr ? c : g_current;
 }
+void borrow_context(Context* ctx) noexcept { t_current = ctx != nullptr ? ctx : t_context.get(); }
 void set_thread_context(std::unique_ptr<Context> ctx) noexcept {
   t_context = std::move(ctx);
   t_current = t_context.get();

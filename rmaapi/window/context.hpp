@@ -4,15 +4,19 @@
 // A process normally has one (rma_init). Tests run several ranks as threads
 // of one process, so the C API finds its context through a thread-local
 // pointer first (set by rma::api::testing::init_thread) and the process-wide
-// one second. A context is driven by one thread at a time.
+// one second. A context is driven by one thread at a time, except at
+// RMA_THREAD_MULTIPLE, where its API lock serializes the calls
+// (window/thread_level.hpp).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "comm/comm.hpp"
 #include "endpoint/endpoint_manager.hpp"
 #include "rma/bootstrap.hpp"
 #include "rma/rma.h"
@@ -26,30 +30,24 @@ struct rma_request_s {
   rma::endpoint::Request req;
 };
 
-struct rma_group_s {
-  static constexpr std::uint32_t kMagic = 0x52475250;  // "RGRP"
-  std::uint32_t magic = kMagic;
-  std::vector<int> ranks;  // ranks of RMA_COMM_WORLD, in group order
-};
-
 struct rma_errhandler_s {
   static constexpr std::uint32_t kMagic = 0x52455248;  // "RERH"
   std::uint32_t magic = kMagic;
   rma_Win_errhandler_function* fn = nullptr;
+  rma_Comm_errhandler_function* comm_fn = nullptr;  // from rma_comm_create_errhandler
   // The user's handle plus every window using it. Atomic: a handler may be
   // shared by the contexts of several threads (the C++ API's throwing one is).
   std::atomic<int> refs{1};
 };
 
-struct rma_comm_s {
-  int kind;  // 0 world, 1 self
-};
-
 namespace rma::api {
+
+class Mailbox;
 
 struct InitOptions {
   std::string provider;  // "" = RMA_PROVIDER, else the highest priority with a device
   std::string device;
+  int thread_level = RMA_THREAD_SINGLE;  // RMA_THREAD_*: see window/thread_level.hpp
   endpoint::EndpointOptions endpoints;
 };
 
@@ -62,11 +60,22 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   int rank() const noexcept { return rank_; }
+  int thread_level() const noexcept { return thread_level_; }
+  // Serializes the C calls at RMA_THREAD_MULTIPLE (window/thread_level.hpp).
+  std::mutex& api_mutex() noexcept { return api_mutex_; }
   int size() const noexcept { return size_; }
   Bootstrap& bootstrap() noexcept { return *bootstrap_; }
   endpoint::EndpointManager& eps() noexcept { return *eps_; }
 
-  rma_Errhandler comm_errhandler = RMA_ERRORS_ARE_FATAL;
+  rma_Errhandler comm_errhandler = RMA_ERRORS_ARE_FATAL;  // RMA_COMM_WORLD's
+
+  // Communicators (comm/): this rank's world and self, the live derived
+  // ones (owned; deleted by rma_comm_free or with the context), and the
+  // mailbox their collectives use.
+  rma_comm_s& world_comm() noexcept { return *world_comm_; }
+  rma_comm_s& self_comm() noexcept { return *self_comm_; }
+  std::vector<rma_comm_s*>& comms() noexcept { return comms_; }
+  Mailbox& mailbox() noexcept { return *mailbox_; }
   std::vector<rma_win_s*> windows;  // live windows, creation order
 
   // Two registered scratch areas of at least `bytes` each (accumulate's
@@ -83,17 +92,27 @@ class Context {
   // while the context lives.
   rma_request_s* new_request();
   void release_request(rma_request_s* r) noexcept;
+  // rma_request_free of a request still in flight: the endpoint still
+  // counts it down, so it returns to the pool only once it completed
+  // (checked whenever a new request is taken).
+  void detach_request(rma_request_s* r);
 
  private:
   Context() = default;
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<endpoint::EndpointManager> eps_;
   int rank_ = 0, size_ = 1;
+  int thread_level_ = RMA_THREAD_SINGLE;
+  std::mutex api_mutex_;
   std::byte* scratch_mem_ = nullptr;
   std::size_t scratch_bytes_ = 0;  // per area
   RegistrationCache::Handle scratch_reg_;
   std::vector<std::unique_ptr<rma_request_s>> requests_;
   std::vector<rma_request_s*> free_requests_;
+  std::vector<rma_request_s*> detached_requests_;
+  std::unique_ptr<rma_comm_s> world_comm_, self_comm_;
+  std::vector<rma_comm_s*> comms_;
+  std::unique_ptr<Mailbox> mailbox_;
 };
 
 // The calling thread's context, else the process's; nullptr before rma_init.
@@ -102,6 +121,9 @@ Context* current_context() noexcept;
 void set_thread_context(std::unique_ptr<Context> ctx) noexcept;
 std::unique_ptr<Context> take_thread_context() noexcept;
 void set_process_context(std::unique_ptr<Context> ctx) noexcept;
+// Makes the calling thread use `ctx` (owned by another thread) until called
+// with nullptr: another thread of the same rank, at RMA_THREAD_MULTIPLE.
+void borrow_context(Context* ctx) noexcept;
 std::unique_ptr<Context> take_process_context() noexcept;
 bool process_finalized() noexcept;
 

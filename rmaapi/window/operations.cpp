@@ -5,13 +5,14 @@
 // against the target's window (known from creation, or from the target's
 // attachment table for dynamic windows) before it posts anything.
 //
-// Accumulate takes one of two paths, chosen by the op and the element type
-// only (never by the count), so concurrent accumulates with the same op on
-// the same location always take the same path and stay element-wise atomic
-// (MPI's default accumulate_ops = same_op_no_op):
-//  - NIC atomics: SUM and NO_OP on 8-byte integers at 8-byte aligned
-//    addresses are one FETCH_ADD per element; compare_and_swap of 8 bytes is
-//    one CMP_SWAP;
+// Accumulate chooses its method per element, by the element type and the
+// element's alignment only (never by the op or the rest of the call), so
+// every origin treats a location the same way and every pair of ops MPI
+// allows concurrently on it (same op, NO_OP, REPLACE, compare_and_swap)
+// stays atomic, also where NIC atomics are not atomic against RDMA WRITEs:
+//  - NIC atomics: 8-byte elements at 8-byte aligned addresses, whatever the
+//    op: FETCH_ADD for integer SUM, FETCH_ADD 0 for NO_OP, CMP_SWAP for
+//    compare_and_swap, a CMP_SWAP loop for the rest (accumulate_words);
 //  - otherwise a per-target accumulate lock (a CAS on the target's metadata
 //    word 1), then READ, compute, WRITE, unlock, all on the one QP to that
 //    target, so RC ordering keeps the WRITE before the unlock. This path
@@ -20,6 +21,7 @@
 // default accumulate_ordering rar,raw,war,waw).
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <cstring>
 #include <thread>
@@ -29,6 +31,7 @@
 #include "datatype/pack.hpp"
 #include "datatype/transfer_planner.hpp"
 #include "window/reduce.hpp"
+#include "window/thread_level.hpp"
 #include "window/window.hpp"
 
 namespace rma::api {
@@ -76,6 +79,19 @@ Status check_rank(rma_win_s* win, int target) {
   return {};
 }
 
+// MPI 4.x 12.3: an operation on RMA_PROC_NULL does nothing, but only
+// inside an access epoch, like any other.
+Status check_proc_null_epoch(rma_win_s* win, const char* call) {
+  const bool open = win->fence_open || win->lock_all || win->start_active ||
+                    std::any_of(win->access_count.begin(), win->access_count.end(),
+                                [](std::uint32_t c) { return c != 0; });
+  if (open) return {};
+  return class_error(RMA_ERR_RMA_SYNC, std::string(call) +
+                                           " to RMA_PROC_NULL outside an access epoch: call "
+                                           "rma_win_fence, rma_win_lock, rma_win_lock_all or "
+                                           "rma_win_start first");
+}
+
 Status check_count(int count, const char* what) {
   if (count < 0) return count_error(std::string(what) + " " + std::to_string(count) + " is negative");
   return {};
@@ -101,6 +117,28 @@ Status bytes_of(const TypeLayout& l, int count, const char* what, std::int64_t& 
   return {};
 }
 
+// `count` x `type` must span a range whose bounds fit in 64 bits
+// ((count - 1) x extent overflows for resized types with huge extents),
+// and a local buffer of them must not wrap the address space.
+Status check_span(const TypeLayout& type, int count, const char* count_name, const void* local) {
+  Footprint fp;
+  if (!footprint_fits(type, count, fp)) [[unlikely]] {
+    return count_error(std::string(count_name) + " " + std::to_string(count) + " x the datatype's extent " +
+                       std::to_string(type.extent()) + " overflows 64 bits");
+  }
+  if (local != nullptr && fp.hi > fp.lo) {
+    const auto a = reinterpret_cast<std::uintptr_t>(local);
+    const bool below = fp.lo < 0 && static_cast<std::uint64_t>(-(fp.lo + 1)) >= a;
+    const bool above = fp.hi > 0 && static_cast<std::uint64_t>(fp.hi) > UINTPTR_MAX - a;
+    if (below || above) {
+      return buffer_error("the buffer at " + std::to_string(a) + " with " + std::string(count_name) + " " +
+                          std::to_string(count) + " spans [" + std::to_string(fp.lo) + ", " +
+                          std::to_string(fp.hi) + ") around it, which wraps the address space");
+    }
+  }
+  return {};
+}
+
 // Bytes [lo, hi) relative to the window start (or absolute, for dynamic
 // windows) that `count` x `type` at `disp` touch must lie inside the target's
 // window; the result is where the planner's displacement 0 is.
@@ -112,7 +150,7 @@ Status read_remote_table(rma_win_s* win, int target);
 }  // namespace
 
 Status transport_error(rma_win_s* win, const char* call, int target, StatusCode code) {
-  Endpoint& ep = win->ctx->eps().endpoint(target);
+  Endpoint& ep = win->endpoint(target);
   std::string what;
   if (ep.broken()) {
     what = "the connection to rank " + std::to_string(target) + " failed: " +
@@ -139,7 +177,7 @@ Status read_remote_table(rma_win_s* win, int target) {
   const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
   const std::size_t words = 2 + 3 * kMaxAttach;
   RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(words * 8));
-  Endpoint& ep = ctx.eps().endpoint(target);
+  Endpoint& ep = win->endpoint(target);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     endpoint::Request r;
     // The table, then its version word again: equal and even = consistent.
@@ -277,9 +315,9 @@ Status check_transfer(rma_win_s* win, const char* call, const void* origin, cons
                       type_name(a.target_type) + ")");
   }
   if (x.bytes == 0) return {};
-  if (origin == nullptr && x.ol->true_lb >= 0) {
-    return buffer_error("origin_addr is null but the call moves " + std::to_string(x.bytes) + " bytes");
-  }
+  RMA_RETURN_IF_ERROR(check_span(*x.ol, a.origin_count, "origin_count", origin));
+  RMA_RETURN_IF_ERROR(check_span(*x.tl, a.target_count, "target_count", nullptr));
+  RMA_RETURN_IF_ERROR(check_buffer(origin, *x.ol, a.origin_count, "origin_addr"));
   return resolve_target(win, call, a.target, a.target_disp, a.target_count, *x.tl, a.target_type, x.t);
 }
 
@@ -287,7 +325,7 @@ Result<RegistrationCache::Handle> register_buffer(rma_win_s* win, const void* ad
                                                   const TypeLayout& l, int count, Access access,
                                                   OneRegistration& reg) {
   const Footprint fp = footprint(l, count);
-  const auto* p = static_cast<const std::byte*>(addr) + fp.lo;
+  const std::byte* p = byte_at(addr, fp.lo);  // addr may be RMA_BOTTOM
   auto h = win->ctx->eps().rcache().acquire(p, static_cast<std::size_t>(fp.hi - fp.lo), access);
   if (!h.ok()) return buffer_error("cannot register the origin buffer: " + h.status().message());
   reg.begin = h->mr().addr();
@@ -299,11 +337,11 @@ Result<RegistrationCache::Handle> register_buffer(rma_win_s* win, const void* ad
 }  // namespace
 
 Status put(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request* req) {
-  if (a.target == RMA_PROC_NULL) return {};
+  if (a.target == RMA_PROC_NULL) return check_proc_null_epoch(win, call);
   Transfer x;
   RMA_RETURN_IF_ERROR(check_transfer(win, call, a.origin, a, x));
   if (x.bytes == 0) return {};
-  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  Endpoint& ep = win->endpoint(a.target);
   if (static_cast<std::uint64_t>(x.bytes) <= ep.max_inline() && x.ol->is_dense() && x.tl->is_dense()) {
     // Small and contiguous: the payload travels in the work request, so the
     // origin buffer is free again on return and needs no registration.
@@ -332,11 +370,11 @@ Status put(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
 }
 
 Status get(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request* req) {
-  if (a.target == RMA_PROC_NULL) return {};
+  if (a.target == RMA_PROC_NULL) return check_proc_null_epoch(win, call);
   Transfer x;
   RMA_RETURN_IF_ERROR(check_transfer(win, call, a.result, a, x));
   if (x.bytes == 0) return {};
-  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  Endpoint& ep = win->endpoint(a.target);
   if (static_cast<std::uint64_t>(x.bytes) <= ep.bounce_bytes() && x.ol->is_dense() && x.tl->is_dense()) {
     // Small and contiguous: read into the slot's registered bounce area and
     // copy out when the completion is polled (no registration lookup).
@@ -369,7 +407,7 @@ Status get(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
 Result<std::uint64_t> meta_atomic(rma_win_s* win, int target, std::uint64_t word, Opcode op,
                                   std::uint64_t compare_add, std::uint64_t swap) {
   endpoint::EndpointManager& eps = win->ctx->eps();
-  Endpoint& ep = eps.endpoint(target);
+  Endpoint& ep = win->endpoint(target);
   const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
   endpoint::Request r;
   std::uint64_t value = 0;
@@ -401,7 +439,7 @@ class AccLock {
   AccLock(const AccLock&) = delete;
   AccLock& operator=(const AccLock&) = delete;
   Status acquire(const char* call) {
-    const std::uint64_t me = static_cast<std::uint64_t>(win_->ctx->rank()) + 1;
+    const std::uint64_t me = static_cast<std::uint64_t>(win_->rank()) + 1;
     const auto start = std::chrono::steady_clock::now();
     for (std::uint32_t spin = 0;; ++spin) {
       RMA_ASSIGN_OR_RETURN(std::uint64_t old,
@@ -412,7 +450,7 @@ class AccLock {
                                               std::to_string(target_) + " stayed held by rank " +
                                               std::to_string(old - 1) + " past RMA_WAIT_TIMEOUT_MS");
       }
-      if (spin > 4) std::this_thread::yield();
+      if (spin > 4) yield_to_other_threads();
     }
     held_ = true;
     return {};
@@ -420,7 +458,7 @@ class AccLock {
   Status release() {
     if (!held_) return {};
     held_ = false;
-    const std::uint64_t me = static_cast<std::uint64_t>(win_->ctx->rank()) + 1;
+    const std::uint64_t me = static_cast<std::uint64_t>(win_->rank()) + 1;
     // Ordered after this origin's READs and WRITEs on the same QP.
     return meta_atomic(win_, target_, 1, Opcode::kAtomicFetchAdd, ~me + 1, 0).status();
   }
@@ -439,7 +477,7 @@ const TypeLayout& byte_layout() { return rma_dt_byte_.layout; }
 Status move_scratch(rma_win_s* win, const char* call, int target, const Context::Scratch& s,
                     std::byte* dst, std::int64_t bytes, const Target& t, int tcount,
                     const TypeLayout& tl, Opcode opcode) {
-  Endpoint& ep = win->ctx->eps().endpoint(target);
+  Endpoint& ep = win->endpoint(target);
   OneRegistration reg{s.begin, s.end, s.lkey};
   RMA_ASSIGN_OR_RETURN(
       TransferPlanner planner,
@@ -480,11 +518,183 @@ class ElementWalker {
   std::uint64_t at_ = 0, left_ = 0;
 };
 
-bool all_aligned(const TypeLayout& tl, int count, std::uint64_t base) {
+// An element NIC atomics can change as a whole: 8 bytes, no holes.
+bool word_element(const rma_datatype_s* elem) noexcept {
+  return elem->layout.size == 8 && elem->layout.is_dense();
+}
+
+enum class Alignment { kNone, kSome, kAll };
+
+// Whether the 8-byte elements of `count` x `tl` at `base` are 8-byte aligned.
+Alignment alignment_of(const TypeLayout& tl, int count, std::uint64_t base) {
+  BlockCursor c(tl, count);
+  Block b;
+  bool some = false, all = true;
+  while (c.next(b)) {
+    // Blocks hold whole elements: all of a block's elements share its alignment.
+    const bool aligned = ((base + static_cast<std::uint64_t>(b.offset)) & 7u) == 0;
+    some |= aligned;
+    all &= aligned;
+  }
+  return all ? Alignment::kAll : some ? Alignment::kSome : Alignment::kNone;
+}
+
+// One 8-byte atomic on `target` at `addr`, waited for: the old value.
+Result<std::uint64_t> word_atomic(rma_win_s* win, const char* call, int target, std::uint64_t addr,
+                                  std::uint32_t rkey, Opcode op, std::uint64_t compare_add,
+                                  std::uint64_t swap) {
+  endpoint::EndpointManager& eps = win->ctx->eps();
+  Endpoint& ep = win->endpoint(target);
+  endpoint::Request r;
+  std::uint64_t value = 0;
+  StatusCode rc = ep.reserve(true);
+  if (rc == StatusCode::kOk) {
+    const Sge s = ep.bounce(8);
+    WorkRequest wr;
+    wr.opcode = op;
+    wr.sgl = {&s, 1};
+    wr.remote_addr = addr;
+    wr.rkey = rkey;
+    wr.compare_add = compare_add;
+    wr.swap = swap;
+    rc = ep.post(wr, OnComplete{&r, {}, &value, 8});
+  }
+  if (rc == StatusCode::kOk) rc = eps.wait(r);
+  if (rc != StatusCode::kOk || r.failed()) return transport_error(win, call, target, rc);
+  return value;
+}
+
+// READ or WRITE 8 bytes between scratch `at` and `addr` on `target`, waited for.
+Status move_word(rma_win_s* win, const char* call, int target, const Context::Scratch& s,
+                 std::byte* at, std::uint64_t addr, std::uint32_t rkey, Opcode op) {
+  endpoint::EndpointManager& eps = win->ctx->eps();
+  Endpoint& ep = win->endpoint(target);
+  endpoint::Request r;
+  Sge sge{reinterpret_cast<std::uint64_t>(at), 8, s.lkey};
+  WorkRequest wr;
+  wr.opcode = op;
+  wr.sgl = {&sge, 1};
+  wr.remote_addr = addr;
+  wr.rkey = rkey;
+  StatusCode rc = ep.post(wr, OnComplete{&r, {}, nullptr, 0}, true);
+  if (rc == StatusCode::kOk) rc = eps.wait(r);
+  if (rc != StatusCode::kOk || r.failed()) return transport_error(win, call, target, rc);
+  return {};
+}
+
+// Accumulate on 8-byte elements of which at least one is 8-byte aligned.
+// An aligned element is only ever changed with NIC atomics, so that every
+// op MPI lets run concurrently on one location (same op, NO_OP, REPLACE,
+// compare_and_swap) stays atomic against the others, also on NICs whose
+// atomics are not atomic against another QP's RDMA WRITE:
+//  - SUM on 8-byte integers: FETCH_ADD (posted, completes with the request);
+//  - NO_OP: FETCH_ADD 0 (posted);
+//  - anything else (REPLACE, MIN, PROD, double SUM, ...): a CMP_SWAP loop,
+//    starting from a guess of 0 and retrying with the value the NIC
+//    returned, until the deadline.
+// Misaligned elements of the same call (a derived type can mix both) take
+// the accumulate lock, one element at a time: READ, compute, WRITE.
+Status accumulate_words(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
+                        endpoint::Request* req, OpKind op, const rma_datatype_s* elem,
+                        const Target& t, const TypeLayout& tl, const TypeLayout* ol,
+                        const TypeLayout* rl, std::int64_t bytes, bool some_misaligned) {
+  Context& ctx = *win->ctx;
+  const std::int64_t nelem = bytes / 8;
+  // The lock first: waiting for it lets other threads of this rank run
+  // (RMA_THREAD_MULTIPLE), and they may reuse the scratch memory.
+  AccLock lock(win, a.target);
+  if (some_misaligned) RMA_RETURN_IF_ERROR(lock.acquire(call));
+  // s.b: the packed origin values (when not dense); s.a: one element's
+  // copy for misaligned elements.
+  RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(static_cast<std::size_t>(bytes)));
+  const std::byte* values = nullptr;
+  if (op != OpKind::kNoOp) {
+    if (ol->is_dense()) {
+      values = static_cast<const std::byte*>(a.origin);
+    } else {
+      RMA_RETURN_IF_ERROR(pack(a.origin, a.origin_count, *ol,
+                               {s.b, static_cast<std::size_t>(bytes)}).status());
+      values = s.b;
+    }
+  }
+  const bool posted_add = op == OpKind::kNoOp || (op == OpKind::kSum && is_int64_like(elem));
+  Endpoint& ep = win->endpoint(a.target);
+  std::optional<ElementWalker> tw, rw;
+  if (!tl.is_dense()) tw.emplace(tl, a.target_count, t.base);
+  if (fetch && !rl->is_dense()) rw.emplace(*rl, a.result_count, reinterpret_cast<std::uint64_t>(a.result));
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t i = 0; i < nelem; ++i) {
+    std::uint64_t taddr = t.base + 8 * static_cast<std::uint64_t>(i);
+    if (tw && !tw->next(taddr)) break;
+    std::uint64_t raddr = reinterpret_cast<std::uint64_t>(a.result) + 8 * static_cast<std::uint64_t>(i);
+    if (rw) (void)rw->next(raddr);
+    void* const result = fetch ? reinterpret_cast<void*>(raddr) : nullptr;
+    std::uint64_t value = 0;
+    if (values != nullptr) std::memcpy(&value, values + 8 * i, 8);
+
+    if ((taddr & 7u) != 0) {
+      RMA_RETURN_IF_ERROR(move_word(win, call, a.target, s, s.a, taddr, t.rkey, Opcode::kRdmaRead));
+      if (result != nullptr) std::memcpy(result, s.a, 8);
+      if (op != OpKind::kNoOp) {
+        apply_op(op, elem, s.a, &value, 1);
+        RMA_RETURN_IF_ERROR(move_word(win, call, a.target, s, s.a, taddr, t.rkey, Opcode::kRdmaWrite));
+      }
+      continue;
+    }
+    if (posted_add) {
+      // Results land in the bounce slot and are copied out on completion.
+      StatusCode rc = ep.reserve(true);
+      if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
+      const Sge sge = ep.bounce(8);
+      WorkRequest wr;
+      wr.opcode = Opcode::kAtomicFetchAdd;
+      wr.sgl = {&sge, 1};
+      wr.remote_addr = taddr;
+      wr.rkey = t.rkey;
+      wr.compare_add = op == OpKind::kNoOp ? 0 : value;
+      rc = ep.post(wr, OnComplete{req, {}, result, result != nullptr ? 8u : 0u});
+      if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
+      continue;
+    }
+    std::uint64_t expected = 0;
+    for (std::uint32_t spin = 0;; ++spin) {
+      std::uint64_t desired = expected;
+      apply_op(op, elem, &desired, &value, 1);
+      RMA_ASSIGN_OR_RETURN(std::uint64_t seen, word_atomic(win, call, a.target, taddr, t.rkey,
+                                                           Opcode::kAtomicCmpSwap, expected, desired));
+      if (seen == expected) break;
+      expected = seen;
+      if (ctx.eps().expired(start)) {
+        return class_error(RMA_ERR_OTHER, std::string(call) + ": the compare-and-swap loop on rank " +
+                                              std::to_string(a.target) + " at address " +
+                                              std::to_string(taddr) +
+                                              " kept losing to other origins past RMA_WAIT_TIMEOUT_MS");
+      }
+      if (spin > 16) std::this_thread::yield();
+    }
+    if (result != nullptr) std::memcpy(result, &expected, 8);
+  }
+  return lock.release();
+}
+
+// accumulate_ops=same_op (MPI 4.x 12.2.1) promises that concurrent
+// accumulates to one location all use the same op and never NO_OP, so
+// nothing reads-modifies-writes an element while a REPLACE lands. A REPLACE
+// is then an RDMA WRITE, provided every element is at most 8 bytes and
+// aligned to its size at the target: NICs (and the software NICs' copies)
+// place such words whole, which keeps MPI's element-wise atomicity. Under
+// the default (same_op_no_op) REPLACE keeps the lock path.
+bool same_op_replace_is_write(rma_win_s* win, const TypeLayout& tl, int count, std::uint64_t base,
+                              const rma_datatype_s* elem) {
+  if (win->hints.accumulate_ops != "same_op") return false;
+  const std::int64_t esize = elem->layout.size;
+  if (esize != 1 && esize != 2 && esize != 4 && esize != 8) return false;
+  const auto mask = static_cast<std::uint64_t>(esize - 1);
+  if (tl.is_dense()) return (base & mask) == 0;
   BlockCursor c(tl, count);
   Block b;
   while (c.next(b)) {
-    if (((base + static_cast<std::uint64_t>(b.offset)) & 7u) != 0 || (b.length & 7) != 0) return false;
+    if (((base + static_cast<std::uint64_t>(b.offset)) & mask) != 0) return false;
   }
   return true;
 }
@@ -493,7 +703,7 @@ bool all_aligned(const TypeLayout& tl, int count, std::uint64_t base) {
 
 Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
                   endpoint::Request* req) {
-  if (a.target == RMA_PROC_NULL) return {};
+  if (a.target == RMA_PROC_NULL) return check_proc_null_epoch(win, call);
   RMA_RETURN_IF_ERROR(check_rank(win, a.target));
   const auto opv = reinterpret_cast<std::intptr_t>(a.op);
   if (opv < 1 || opv > kOpCount) {
@@ -529,7 +739,7 @@ Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
       return type_error("origin gives " + std::to_string(ob) + " bytes but the target range holds " +
                         std::to_string(bytes));
     }
-    if (a.origin == nullptr && bytes > 0 && ol->true_lb >= 0) return buffer_error("origin_addr is null");
+    if (bytes > 0) RMA_RETURN_IF_ERROR(check_buffer(a.origin, *ol, a.origin_count, "origin_addr"));
   }
   const TypeLayout* rl = nullptr;
   if (fetch) {
@@ -545,7 +755,7 @@ Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
       return type_error("result holds " + std::to_string(rb) + " bytes but the target range " +
                         std::to_string(bytes));
     }
-    if (a.result == nullptr && bytes > 0 && rl->true_lb >= 0) return buffer_error("result_addr is null");
+    if (bytes > 0) RMA_RETURN_IF_ERROR(check_buffer(a.result, *rl, a.result_count, "result_addr"));
   }
   if (!op_defined(op, elem)) {
     return class_error(RMA_ERR_OP, std::string(op_name(op)) + " is not defined for " +
@@ -554,54 +764,30 @@ Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
   }
   Target t;
   if (bytes == 0) return {};
+  RMA_RETURN_IF_ERROR(check_span(*tl, a.target_count, "target_count", nullptr));
+  if (ol != nullptr) RMA_RETURN_IF_ERROR(check_span(*ol, a.origin_count, "origin_count", a.origin));
+  if (rl != nullptr) RMA_RETURN_IF_ERROR(check_span(*rl, a.result_count, "result_count", a.result));
   RMA_RETURN_IF_ERROR(resolve_target(win, call, a.target, a.target_disp, a.target_count, *tl,
                                      a.target_type, t));
   Context& ctx = *win->ctx;
   const std::int64_t nelem = bytes / elem->layout.size;
 
-  const bool dense_target = tl->is_dense();
-  if (is_int64_like(elem) && (op == OpKind::kSum || op == OpKind::kNoOp) &&
-      (dense_target ? (t.base & 7u) == 0 : all_aligned(*tl, a.target_count, t.base))) {
-    // One NIC fetch-add per element; results land in the bounce slot and
-    // are copied to the result buffer when each completes.
-    const std::byte* values = nullptr;
-    if (op == OpKind::kSum) {
-      if (ol->is_dense()) {
-        values = static_cast<const std::byte*>(a.origin);
-      } else {
-        RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(static_cast<std::size_t>(bytes)));
-        RMA_RETURN_IF_ERROR(pack(a.origin, a.origin_count, *ol,
-                                 {s.b, static_cast<std::size_t>(bytes)}).status());
-        values = s.b;
-      }
+  if (!fetch && op == OpKind::kReplace && same_op_replace_is_write(win, *tl, a.target_count, t.base, elem)) {
+    // accumulate_ops=same_op: a plain RDMA WRITE (see same_op_replace_is_write).
+    return put(win, call, a, req);
+  }
+
+  // 8-byte elements at 8-byte aligned addresses are only ever changed by
+  // NIC atomics, whatever the op (see accumulate_words); everything else
+  // under the accumulate lock. The choice is per element, so every origin
+  // treats a given location the same way.
+  if (word_element(elem)) {
+    const Alignment al = tl->is_dense() ? ((t.base & 7u) == 0 ? Alignment::kAll : Alignment::kNone)
+                                        : alignment_of(*tl, a.target_count, t.base);
+    if (al != Alignment::kNone) {
+      return accumulate_words(win, call, a, fetch, req, op, elem, t, *tl, ol, rl, bytes,
+                              al == Alignment::kSome);
     }
-    Endpoint& ep = ctx.eps().endpoint(a.target);
-    // Dense buffers (the common case) are addressed directly; others walked.
-    const bool dense_result = fetch && rl->is_dense();
-    std::optional<ElementWalker> tw, rw;
-    if (!dense_target) tw.emplace(*tl, a.target_count, t.base);
-    if (fetch && !dense_result) rw.emplace(*rl, a.result_count, reinterpret_cast<std::uint64_t>(a.result));
-    for (std::int64_t i = 0; i < nelem; ++i) {
-      std::uint64_t taddr = t.base + 8 * static_cast<std::uint64_t>(i);
-      if (tw && !tw->next(taddr)) break;
-      std::uint64_t add = 0;
-      if (values != nullptr) std::memcpy(&add, values + 8 * i, 8);
-      std::uint64_t raddr = reinterpret_cast<std::uint64_t>(a.result) + 8 * static_cast<std::uint64_t>(i);
-      if (rw) (void)rw->next(raddr);
-      StatusCode rc = ep.reserve(true);
-      if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
-      const Sge s = ep.bounce(8);
-      WorkRequest wr;
-      wr.opcode = Opcode::kAtomicFetchAdd;
-      wr.sgl = {&s, 1};
-      wr.remote_addr = taddr;
-      wr.rkey = t.rkey;
-      wr.compare_add = add;
-      rc = ep.post(wr, OnComplete{req, {}, fetch ? reinterpret_cast<void*>(raddr) : nullptr,
-                                  fetch ? 8u : 0u});
-      if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
-    }
-    return {};
   }
 
   // get -> compute -> put under the target's accumulate lock.
@@ -624,7 +810,7 @@ Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
 
 Status compare_and_swap(rma_win_s* win, const char* call, const OpArgs& a,
                         endpoint::Request* req) {
-  if (a.target == RMA_PROC_NULL) return {};
+  if (a.target == RMA_PROC_NULL) return check_proc_null_epoch(win, call);
   RMA_RETURN_IF_ERROR(check_rank(win, a.target));
   RMA_ASSIGN_OR_RETURN(const TypeLayout* tl, committed_layout(a.target_type, "datatype"));
   if (!a.target_type->predefined) {
@@ -643,7 +829,7 @@ Status compare_and_swap(rma_win_s* win, const char* call, const OpArgs& a,
   const auto size = static_cast<std::size_t>(tl->size);
   Context& ctx = *win->ctx;
   if (size == 8 && (t.base & 7u) == 0) {
-    Endpoint& ep = ctx.eps().endpoint(a.target);
+    Endpoint& ep = win->endpoint(a.target);
     StatusCode rc = ep.reserve(true);
     if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
     const Sge s = ep.bounce(8);
@@ -722,7 +908,7 @@ bool put_fast(rma_win_s* win, const FastArgs& a) noexcept {
   Target t;
   if (a.origin == nullptr || !fast_bytes(a, bytes)) return false;
   if (static_cast<std::size_t>(a.target) >= win->peers.size()) return false;  // before indexing
-  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  Endpoint& ep = win->endpoint(a.target);
   if (bytes > ep.max_inline() || !fast_target(win, a.target, a.target_disp, bytes, t)) return false;
   Sge s{reinterpret_cast<std::uint64_t>(a.origin), static_cast<std::uint32_t>(bytes), 0};
   WorkRequest wr;
@@ -739,7 +925,7 @@ bool get_fast(rma_win_s* win, const FastArgs& a) noexcept {
   Target t;
   if (a.origin == nullptr || !fast_bytes(a, bytes)) return false;
   if (static_cast<std::size_t>(a.target) >= win->peers.size()) return false;  // before indexing
-  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  Endpoint& ep = win->endpoint(a.target);
   if (bytes > ep.bounce_bytes() || !fast_target(win, a.target, a.target_disp, bytes, t)) return false;
   if (ep.reserve(true) != StatusCode::kOk) return false;
   const Sge s = ep.bounce(static_cast<std::uint32_t>(bytes));
@@ -763,7 +949,7 @@ bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result_v, 
       !fast_target(win, a.target, a.target_disp, 8, t) || (t.base & 7u) != 0) {
     return false;
   }
-  Endpoint& ep = win->ctx->eps().endpoint(a.target);
+  Endpoint& ep = win->endpoint(a.target);
   if (ep.reserve(true) != StatusCode::kOk) return false;
   const Sge s = ep.bounce(8);
   WorkRequest wr;

@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "comm/comm.hpp"
 #include "datatype/datatype.hpp"
 #include "datatype/errors.hpp"
 #include "rma/log.hpp"
@@ -18,10 +19,8 @@
 #include "window/context.hpp"
 #include "window/info.hpp"
 #include "window/testing.hpp"
+#include "window/thread_level.hpp"
 #include "window/window.hpp"
-
-struct rma_comm_s rma_comm_world_ = {0};
-struct rma_comm_s rma_comm_self_ = {1};
 
 namespace rma::api {
 namespace {
@@ -42,7 +41,9 @@ bool owned_window(rma_win_s* w) noexcept {
 // Renders the error, records it for rma_last_error_message, and applies the
 // handler. Runs outside any try block: a custom handler may throw (the C++
 // API's rma::Error) or not return.
-int raise(rma_win_s* win, const char* call, const Status& s) {
+// `freed_handler` (rma_win_free) is the handler of a window that no longer
+// exists: it is applied with RMA_WIN_NULL, and `win` is never read.
+int raise(rma_win_s* win, const char* call, const Status& s, rma_Errhandler freed_handler = nullptr) {
   int code = error_code(s);
   Context* ctx = current_context();
   const char* cls = error_class_name(code);
@@ -51,10 +52,21 @@ int raise(rma_win_s* win, const char* call, const Status& s) {
                     (cls != nullptr ? cls : "RMA_ERR_UNKNOWN") + ": " + std::string(error_detail(s));
   set_last_error_message(msg);
   rma_Errhandler eh = RMA_ERRORS_ARE_FATAL;
-  if (live_window(win)) eh = win->errhandler;
-  else if (ctx != nullptr) eh = ctx->comm_errhandler;
+  if (freed_handler != nullptr) {
+    eh = freed_handler;
+    win = RMA_WIN_NULL;
+  } else if (live_window(win)) {
+    eh = win->errhandler;
+  } else if (ctx != nullptr) {
+    eh = ctx->comm_errhandler;
+  }
   if (eh == RMA_ERRORS_RETURN) return code;
   if (!predefined_handler(eh)) {
+    if (eh->fn == nullptr) {  // RMA_COMM_WORLD's, made by rma_comm_create_errhandler
+      rma_Comm c = RMA_COMM_WORLD;
+      eh->comm_fn(&c, &code);
+      return code;
+    }
     rma_Win w = win;
     eh->fn(&w, &code);
     return code;
@@ -65,12 +77,19 @@ int raise(rma_win_s* win, const char* call, const Status& s) {
   std::abort();
 }
 
+}  // namespace
+
+int raise_window_error(rma_win_s* win, const char* call, const Status& s) { return raise(win, call, s); }
+
+namespace {
+
 Status not_initialized() {
   return class_error(RMA_ERR_OTHER, "librma is not initialized on this thread: call rma_init first");
 }
 
+// f(), with exceptions turned into error classes.
 template <typename F>
-int run(rma_win_s* win, const char* call, F&& f) {
+Status guarded(F&& f) {
   Status s;
   try {
     s = f();
@@ -80,6 +99,18 @@ int run(rma_win_s* win, const char* call, F&& f) {
     s = class_error(RMA_ERR_INTERN, std::string("unexpected exception: ") + e.what());
   } catch (...) {
     s = class_error(RMA_ERR_INTERN, "unexpected exception");
+  }
+  return s;
+}
+
+// f() under the API lock (RMA_THREAD_MULTIPLE), then its error, if any,
+// raised outside it: a handler may call librma or not return.
+template <typename F>
+int run(rma_win_s* win, const char* call, F&& f) {
+  Status s;
+  {
+    ApiCallLock serialized;
+    s = guarded(std::forward<F>(f));
   }
   if (s.ok()) [[likely]] return RMA_SUCCESS;
   return raise(win, call, s);
@@ -91,18 +122,11 @@ Result<Context*> context() {
   return c;
 }
 
-Status check_comm(rma_Comm comm) {
-  if (comm == RMA_COMM_WORLD) return {};
-  if (comm == RMA_COMM_SELF) {
-    return class_error(RMA_ERR_COMM, "RMA_COMM_SELF cannot carry windows here; use RMA_COMM_WORLD");
-  }
-  return class_error(RMA_ERR_COMM, comm == nullptr ? "comm is RMA_COMM_NULL" : "comm is not a communicator");
-}
-
-// Checks the creation arguments and reads the hints of `info` into `hints`.
-Status check_create_args(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, rma_Win* win,
-                         WindowHints& hints) {
-  RMA_RETURN_IF_ERROR(check_comm(comm));
+// Checks the creation arguments, resolves `comm` into `on` and reads the
+// hints of `info` into `hints`.
+Status check_create_args(Context& ctx, rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm,
+                         rma_Win* win, WindowHints& hints, rma_comm_s*& on) {
+  RMA_ASSIGN_OR_RETURN(on, resolve_comm(ctx, comm));
   RMA_RETURN_IF_ERROR(check_info_handle(info, true));
   RMA_RETURN_IF_ERROR(apply_window_hints(info, hints));
   if (size < 0) return class_error(RMA_ERR_SIZE, "size " + std::to_string(size) + " is negative");
@@ -118,35 +142,6 @@ Status check_request_ptr(rma_Request* request) {
   return {};
 }
 
-void fill_status(rma_Status* st, int source, int error) {
-  if (st == RMA_STATUS_IGNORE) return;
-  st->RMA_SOURCE = source;
-  st->RMA_TAG = -1;
-  st->RMA_ERROR = error;
-}
-
-// Completes *request (done or failed): the Status to report, and frees it.
-Status finish_request(rma_Request* request, rma_Status* st) {
-  rma_request_s* r = *request;
-  Context* ctx = current_context();
-  Status s;
-  if (r->req.failed()) {
-    s = class_error(RMA_ERR_OTHER, "the operation to rank " + std::to_string(r->req.error_peer) +
-                                       " failed: " + endpoint::describe_error(r->req.error, r->req.vendor_err));
-  }
-  fill_status(st, r->target, error_code(s));
-  ctx->release_request(r);
-  *request = RMA_REQUEST_NULL;
-  return s;
-}
-
-Status check_request(rma_request_s* r) {
-  if (r->magic != rma_request_s::kMagic || !r->active) {
-    return class_error(RMA_ERR_REQUEST, "the handle is not an active request (already completed or corrupt)");
-  }
-  return {};
-}
-
 // Window-taking calls: the window is checked first; its handler reports.
 template <typename F>
 int win_call(rma_Win win, const char* call, F&& f) {
@@ -157,10 +152,33 @@ int win_call(rma_Win win, const char* call, F&& f) {
   });
 }
 
+// MPI 4.x 12.3.5: request-based operations only in passive-target epochs
+// (lock to that target, or lock_all); RMA_PROC_NULL needs one too. A bad
+// rank is left to the operation's own check (RMA_ERR_RANK).
+Status check_passive_epoch(rma_win_s* win, const char* call, int target) {
+  const int n = static_cast<int>(win->peers.size());
+  bool ok = win->lock_all;
+  if (target == RMA_PROC_NULL) {
+    ok = ok || std::any_of(win->locks.begin(), win->locks.end(), [](std::uint8_t l) { return l != 0; });
+  } else if (target >= 0 && target < n) {
+    ok = ok || win->locks[static_cast<std::size_t>(target)] != 0;
+  } else {
+    return {};
+  }
+  if (ok) return {};
+  return class_error(RMA_ERR_RMA_SYNC,
+                     std::string(call) + " needs a passive-target epoch " +
+                         (target == RMA_PROC_NULL ? std::string("(any lock)")
+                                                  : "to rank " + std::to_string(target)) +
+                         ": call rma_win_lock or rma_win_lock_all first (fence and start epochs "
+                         "do not allow request-based operations)");
+}
+
 template <typename F>
 int request_op(rma_Win win, const char* call, rma_Request* request, int target, F&& f) {
   return win_call(win, call, [&]() -> Status {
     RMA_RETURN_IF_ERROR(check_request_ptr(request));
+    RMA_RETURN_IF_ERROR(check_passive_epoch(win, call, target));
     rma_request_s* r = win->ctx->new_request();
     r->target = target;
     Status s = f(&r->req);
@@ -183,17 +201,20 @@ void release_handler(rma_Errhandler eh) noexcept {
 }  // namespace
 
 namespace testing {
-int init_thread(std::unique_ptr<Bootstrap> bootstrap, std::string_view provider) {
+int init_thread(std::unique_ptr<Bootstrap> bootstrap, std::string_view provider, int thread_level) {
   return run(nullptr, "rma_init", [&]() -> Status {
     if (current_context() != nullptr) return class_error(RMA_ERR_OTHER, "librma is already initialized on this thread");
     InitOptions o;
     o.provider = std::string(provider);
+    o.thread_level = thread_level;
     auto c = Context::create(std::move(bootstrap), o);
     if (!c.ok()) return class_error(RMA_ERR_OTHER, c.status().to_string());
     set_thread_context(std::move(c).value());
     return {};
   });
 }
+Context* thread_context() noexcept { return current_context(); }
+void share_context(Context* ctx) noexcept { borrow_context(ctx); }
 }  // namespace testing
 
 }  // namespace rma::api
@@ -207,25 +228,60 @@ extern "C" {
 
 // ------------------------------------------------------------------ processes
 
-int rma_init(int* argc, char*** argv) {
-  (void)argc;
-  (void)argv;
-  return run(nullptr, "rma_init", [&]() -> Status {
+namespace {
+int init_process(const char* call, int thread_level) {
+  return run(nullptr, call, [&]() -> Status {
     if (current_context() != nullptr) return class_error(RMA_ERR_OTHER, "librma is already initialized");
     if (process_finalized()) {
       return class_error(RMA_ERR_OTHER, "rma_init after rma_finalize: librma starts once per process (as MPI)");
     }
     auto bs = rma::open_bootstrap();
     if (!bs.ok()) return class_error(RMA_ERR_OTHER, "no bootstrap: " + bs.status().to_string());
-    auto c = Context::create(std::move(bs).value(), InitOptions{});
+    InitOptions o;
+    o.thread_level = thread_level;
+    auto c = Context::create(std::move(bs).value(), o);
     if (!c.ok()) return class_error(RMA_ERR_OTHER, c.status().to_string());
     set_process_context(std::move(c).value());
     return {};
   });
 }
+}  // namespace
+
+int rma_init(int* argc, char*** argv) {
+  (void)argc;
+  (void)argv;
+  return init_process("rma_init", RMA_THREAD_SINGLE);
+}
+
+int rma_init_thread(int* argc, char*** argv, int required, int* provided) {
+  (void)argc;
+  (void)argv;
+  if (provided == nullptr) return run(nullptr, "rma_init_thread", [] { return arg_error("provided is null"); });
+  if (required < RMA_THREAD_SINGLE || required > RMA_THREAD_MULTIPLE) {
+    return run(nullptr, "rma_init_thread", [&] {
+      return arg_error("required " + std::to_string(required) +
+                       " is not RMA_THREAD_SINGLE, _FUNNELED, _SERIALIZED or _MULTIPLE");
+    });
+  }
+  const int rc = init_process("rma_init_thread", required);
+  if (rc == RMA_SUCCESS) *provided = required;
+  return rc;
+}
+
+int rma_query_thread(int* provided) {
+  return run(nullptr, "rma_query_thread", [&]() -> Status {
+    if (provided == nullptr) return arg_error("provided is null");
+    Context* c = current_context();
+    if (c == nullptr) return not_initialized();
+    *provided = c->thread_level();
+    return {};
+  });
+}
 
 int rma_finalize(void) {
-  return run(nullptr, "rma_finalize", [&]() -> Status {
+  // Not under the API lock: the context (and its lock) ends here. MPI has
+  // the main thread finalize once the others are done with librma.
+  const Status st = guarded([&]() -> Status {
     Context* c = current_context();
     if (c == nullptr) return not_initialized();
     Status first;
@@ -248,6 +304,8 @@ int rma_finalize(void) {
     owned.reset();
     return first;
   });
+  if (st.ok()) return RMA_SUCCESS;
+  return raise(nullptr, "rma_finalize", st);
 }
 
 int rma_initialized(int* flag) {
@@ -271,117 +329,7 @@ int rma_abort(rma_Comm comm, int errorcode) {
   std::exit(errorcode == 0 ? 1 : errorcode);
 }
 
-int rma_comm_rank(rma_Comm comm, int* rank) {
-  return run(nullptr, "rma_comm_rank", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    if (comm != RMA_COMM_WORLD && comm != RMA_COMM_SELF) RMA_RETURN_IF_ERROR(check_comm(comm));
-    if (rank == nullptr) return arg_error("rank is null");
-    *rank = comm == RMA_COMM_SELF ? 0 : c->rank();
-    return {};
-  });
-}
-
-int rma_comm_size(rma_Comm comm, int* size) {
-  return run(nullptr, "rma_comm_size", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    if (comm != RMA_COMM_WORLD && comm != RMA_COMM_SELF) RMA_RETURN_IF_ERROR(check_comm(comm));
-    if (size == nullptr) return arg_error("size is null");
-    *size = comm == RMA_COMM_SELF ? 1 : c->size();
-    return {};
-  });
-}
-
-int rma_barrier(rma_Comm comm) {
-  return run(nullptr, "rma_barrier", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    if (comm == RMA_COMM_SELF) return {};
-    RMA_RETURN_IF_ERROR(check_comm(comm));
-    // Progress on both sides of the barrier, as rma_win_sync does: a
-    // software NIC reads and writes windows on its own thread under the
-    // device lock, and these make this rank's stores before the barrier
-    // visible to it and its writes visible to loads after. (MPI asks for
-    // rma_win_sync here; doing it anyway costs two polls.)
-    if (c->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
-    Status b = c->bootstrap().barrier();
-    if (!b.ok()) return class_error(RMA_ERR_OTHER, b.message());
-    if (c->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
-    return {};
-  });
-}
-
-// ------------------------------------------------------------------ groups
-
-int rma_comm_group(rma_Comm comm, rma_Group* group) {
-  return run(nullptr, "rma_comm_group", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    if (comm != RMA_COMM_WORLD && comm != RMA_COMM_SELF) RMA_RETURN_IF_ERROR(check_comm(comm));
-    if (group == nullptr) return arg_error("group is null");
-    auto g = std::make_unique<rma_group_s>();
-    if (comm == RMA_COMM_SELF) {
-      g->ranks.push_back(c->rank());
-    } else {
-      for (int r = 0; r < c->size(); ++r) g->ranks.push_back(r);
-    }
-    *group = g.release();
-    return {};
-  });
-}
-
-int rma_group_incl(rma_Group group, int n, const int ranks[], rma_Group* newgroup) {
-  return run(nullptr, "rma_group_incl", [&]() -> Status {
-    if (group == nullptr || group->magic != rma_group_s::kMagic) return class_error(RMA_ERR_GROUP, "group is not a group");
-    if (n < 0) return count_error("n " + std::to_string(n) + " is negative");
-    if (ranks == nullptr && n > 0) return arg_error("ranks is null");
-    if (newgroup == nullptr) return arg_error("newgroup is null");
-    auto g = std::make_unique<rma_group_s>();
-    const int gs = static_cast<int>(group->ranks.size());
-    for (int i = 0; i < n; ++i) {
-      if (ranks[i] < 0 || ranks[i] >= gs) {
-        return class_error(RMA_ERR_RANK, "ranks[" + std::to_string(i) + "] = " + std::to_string(ranks[i]) +
-                                             " is not a rank of the group (size " + std::to_string(gs) + ")");
-      }
-      const int world = group->ranks[static_cast<std::size_t>(ranks[i])];
-      if (std::find(g->ranks.begin(), g->ranks.end(), world) != g->ranks.end()) {
-        return class_error(RMA_ERR_RANK, "ranks[" + std::to_string(i) + "] = " + std::to_string(ranks[i]) + " appears twice");
-      }
-      g->ranks.push_back(world);
-    }
-    *newgroup = g.release();
-    return {};
-  });
-}
-
-int rma_group_size(rma_Group group, int* size) {
-  return run(nullptr, "rma_group_size", [&]() -> Status {
-    if (group == nullptr || group->magic != rma_group_s::kMagic) return class_error(RMA_ERR_GROUP, "group is not a group");
-    if (size == nullptr) return arg_error("size is null");
-    *size = static_cast<int>(group->ranks.size());
-    return {};
-  });
-}
-
-int rma_group_rank(rma_Group group, int* rank) {
-  return run(nullptr, "rma_group_rank", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    if (group == nullptr || group->magic != rma_group_s::kMagic) return class_error(RMA_ERR_GROUP, "group is not a group");
-    if (rank == nullptr) return arg_error("rank is null");
-    auto it = std::find(group->ranks.begin(), group->ranks.end(), c->rank());
-    *rank = it == group->ranks.end() ? RMA_UNDEFINED_RANK : static_cast<int>(it - group->ranks.begin());
-    return {};
-  });
-}
-
-int rma_group_free(rma_Group* group) {
-  return run(nullptr, "rma_group_free", [&]() -> Status {
-    if (group == nullptr || *group == nullptr || (*group)->magic != rma_group_s::kMagic) {
-      return class_error(RMA_ERR_GROUP, "group is not a group");
-    }
-    (*group)->magic = 0;
-    delete *group;
-    *group = RMA_GROUP_NULL;
-    return {};
-  });
-}
+// rma_comm_rank, rma_comm_size, rma_barrier and the group calls: comm/.
 
 // ------------------------------------------------------------------ windows
 
@@ -390,9 +338,10 @@ int rma_win_create(void* base, rma_Aint size, int disp_unit, rma_Info info, rma_
   return run(nullptr, "rma_win_create", [&]() -> Status {
     RMA_ASSIGN_OR_RETURN(Context * c, context());
     WindowHints hints;
-    RMA_RETURN_IF_ERROR(check_create_args(size, disp_unit, info, comm, win, hints));
+    rma_comm_s* on = nullptr;
+    RMA_RETURN_IF_ERROR(check_create_args(*c, size, disp_unit, info, comm, win, hints, on));
     if (base == nullptr && size > 0) return class_error(RMA_ERR_BASE, "base is null but size is " + std::to_string(size));
-    RMA_ASSIGN_OR_RETURN(*win, create_window(*c, RMA_WIN_FLAVOR_CREATE, base, size, disp_unit));
+    RMA_ASSIGN_OR_RETURN(*win, create_window(*c, *on, RMA_WIN_FLAVOR_CREATE, base, size, disp_unit));
     (*win)->hints = std::move(hints);
     return {};
   });
@@ -403,9 +352,10 @@ int rma_win_allocate(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm,
   return run(nullptr, "rma_win_allocate", [&]() -> Status {
     RMA_ASSIGN_OR_RETURN(Context * c, context());
     WindowHints hints;
-    RMA_RETURN_IF_ERROR(check_create_args(size, disp_unit, info, comm, win, hints));
+    rma_comm_s* on = nullptr;
+    RMA_RETURN_IF_ERROR(check_create_args(*c, size, disp_unit, info, comm, win, hints, on));
     if (baseptr == nullptr) return arg_error("baseptr is null");
-    RMA_ASSIGN_OR_RETURN(rma_win_s * w, create_window(*c, RMA_WIN_FLAVOR_ALLOCATE, nullptr, size, disp_unit));
+    RMA_ASSIGN_OR_RETURN(rma_win_s * w, create_window(*c, *on, RMA_WIN_FLAVOR_ALLOCATE, nullptr, size, disp_unit));
     w->hints = std::move(hints);
     *static_cast<void**>(baseptr) = w->base;
     *win = w;
@@ -417,8 +367,9 @@ int rma_win_create_dynamic(rma_Info info, rma_Comm comm, rma_Win* win) {
   return run(nullptr, "rma_win_create_dynamic", [&]() -> Status {
     RMA_ASSIGN_OR_RETURN(Context * c, context());
     WindowHints hints;
-    RMA_RETURN_IF_ERROR(check_create_args(0, 1, info, comm, win, hints));
-    RMA_ASSIGN_OR_RETURN(*win, create_window(*c, RMA_WIN_FLAVOR_DYNAMIC, nullptr, 0, 1));
+    rma_comm_s* on = nullptr;
+    RMA_RETURN_IF_ERROR(check_create_args(*c, 0, 1, info, comm, win, hints, on));
+    RMA_ASSIGN_OR_RETURN(*win, create_window(*c, *on, RMA_WIN_FLAVOR_DYNAMIC, nullptr, 0, 1));
     (*win)->hints = std::move(hints);
     return {};
   });
@@ -434,18 +385,32 @@ int rma_win_detach(rma_Win win, const void* base) {
 
 int rma_win_free(rma_Win* win) {
   rma_Win w = win != nullptr ? *win : nullptr;
-  return run(w, "rma_win_free", [&]() -> Status {
-    if (current_context() == nullptr) return not_initialized();
-    if (win == nullptr) return arg_error("win is null");
-    RMA_RETURN_IF_ERROR(check_window(*win));
-    RMA_RETURN_IF_ERROR(check_free(*win));
-    const rma_Errhandler eh = (*win)->errhandler;
-    Status s = free_window(*win);
-    *win = RMA_WIN_NULL;
-    w = nullptr;
-    release_handler(eh);
-    return s;
-  });
+  // Once free_window ran, the window is gone but an error it reports still
+  // goes to the window's handler: that handler is kept (one reference)
+  // until the error has been raised, even when a custom one throws.
+  rma_Errhandler freed_eh = nullptr;
+  struct ReleaseAfterRaise {
+    rma_Errhandler& eh;
+    ~ReleaseAfterRaise() { release_handler(eh); }
+  } release_after{freed_eh};
+  Status s;
+  {
+    ApiCallLock serialized;  // RMA_THREAD_MULTIPLE; the handler runs outside it
+    s = guarded([&]() -> Status {
+      if (current_context() == nullptr) return not_initialized();
+      if (win == nullptr) return arg_error("win is null");
+      RMA_RETURN_IF_ERROR(check_window(*win));
+      RMA_RETURN_IF_ERROR(check_free(*win));
+      RMA_RETURN_IF_ERROR(delete_window_attributes(*win));  // MPI: callbacks run at free
+      freed_eh = (*win)->errhandler;
+      Status st = free_window(*win);
+      *win = RMA_WIN_NULL;
+      return st;
+    });
+  }
+  if (s.ok()) return RMA_SUCCESS;
+  if (freed_eh != nullptr) return raise(nullptr, "rma_win_free", s, freed_eh);
+  return raise(w, "rma_win_free", s);
 }
 
 int rma_win_get_attr(rma_Win win, int win_keyval, void* attribute_val, int* flag) {
@@ -458,9 +423,13 @@ int rma_win_get_attr(rma_Win win, int win_keyval, void* attribute_val, int* flag
       case RMA_WIN_DISP_UNIT: v = &win->disp_unit; break;
       case RMA_WIN_CREATE_FLAVOR: v = &win->flavor; break;
       case RMA_WIN_MODEL: v = &win->model; break;
-      default:
-        return class_error(RMA_ERR_KEYVAL, "win_keyval " + std::to_string(win_keyval) +
-                                               " is not RMA_WIN_BASE, _SIZE, _DISP_UNIT, _CREATE_FLAVOR or _MODEL");
+      default: {  // a user's keyval (window/attributes.cpp)
+        void* value = nullptr;
+        RMA_ASSIGN_OR_RETURN(bool found, find_window_attribute(win, win_keyval, &value));
+        *flag = found ? 1 : 0;
+        if (found) *static_cast<void**>(attribute_val) = value;
+        return {};
+      }
     }
     *static_cast<void**>(attribute_val) = v;
     *flag = 1;
@@ -471,37 +440,12 @@ int rma_win_get_attr(rma_Win win, int win_keyval, void* attribute_val, int* flag
 int rma_win_get_group(rma_Win win, rma_Group* group) {
   return win_call(win, "rma_win_get_group", [&]() -> Status {
     if (group == nullptr) return arg_error("group is null");
-    auto g = std::make_unique<rma_group_s>();
-    for (int r = 0; r < static_cast<int>(win->peers.size()); ++r) g->ranks.push_back(r);
-    *group = g.release();
+    *group = new_group(win->comm.ranks);
     return {};
   });
 }
 
-int rma_win_set_info(rma_Win win, rma_Info info) {
-  return win_call(win, "rma_win_set_info", [&]() -> Status {
-    RMA_RETURN_IF_ERROR(check_info_handle(info, true));
-    WindowHints h = win->hints;
-    RMA_RETURN_IF_ERROR(apply_window_hints(info, h));
-    const bool locked = win->lock_all || std::any_of(win->locks.begin(), win->locks.end(),
-                                                     [](std::uint8_t l) { return l != 0; });
-    if (h.no_locks && locked) {
-      return class_error(RMA_ERR_RMA_SYNC, "no_locks=true while a lock or lock_all epoch is open on this window");
-    }
-    win->hints = std::move(h);
-    return {};
-  });
-}
-
-int rma_win_get_info(rma_Win win, rma_Info* info_used) {
-  return win_call(win, "rma_win_get_info", [&]() -> Status {
-    if (info_used == nullptr) return arg_error("info_used is null");
-    auto info = std::make_unique<rma_info_s>();
-    window_hints_to_info(win->hints, *info);
-    *info_used = info.release();
-    return {};
-  });
-}
+// rma_win_set_info, rma_win_get_info, names and user attributes: window/attributes.cpp.
 
 // ------------------------------------------------------------------ info objects
 
@@ -630,6 +574,7 @@ int rma_info_free(rma_Info* info) {
 int rma_put(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,
             int target_rank, rma_Aint target_disp, int target_count,
             rma_Datatype target_datatype, rma_Win win) {
+  ApiCallLock serialized;
   if (owned_window(win) &&
       put_fast(win, FastArgs{origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                              target_count, target_datatype})) [[likely]] {
@@ -646,6 +591,7 @@ int rma_put(const void* origin_addr, int origin_count, rma_Datatype origin_datat
 
 int rma_get(void* origin_addr, int origin_count, rma_Datatype origin_datatype, int target_rank,
             rma_Aint target_disp, int target_count, rma_Datatype target_datatype, rma_Win win) {
+  ApiCallLock serialized;
   if (owned_window(win) &&
       get_fast(win, FastArgs{origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                              target_count, target_datatype})) [[likely]] {
@@ -688,6 +634,7 @@ int rma_get_accumulate(const void* origin_addr, int origin_count, rma_Datatype o
 
 int rma_fetch_and_op(const void* origin_addr, void* result_addr, rma_Datatype datatype,
                      int target_rank, rma_Aint target_disp, rma_Op op, rma_Win win) {
+  ApiCallLock serialized;
   if (owned_window(win) &&
       fetch_and_op_fast(win, FastArgs{origin_addr, 1, datatype, target_rank, target_disp, 1, datatype},
                         result_addr, op)) [[likely]] {
@@ -771,55 +718,7 @@ int rma_rget_accumulate(const void* origin_addr, int origin_count, rma_Datatype 
 
 // ------------------------------------------------------------------ requests
 
-int rma_wait(rma_Request* request, rma_Status* status) {
-  return run(nullptr, "rma_wait", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    RMA_RETURN_IF_ERROR(check_request_ptr(request));
-    if (*request == RMA_REQUEST_NULL) {
-      fill_status(status, RMA_PROC_NULL, RMA_SUCCESS);
-      return {};
-    }
-    RMA_RETURN_IF_ERROR(check_request(*request));
-    const StatusCode rc = c->eps().wait((*request)->req);
-    if (rc != StatusCode::kOk) {
-      return class_error(RMA_ERR_OTHER, "the request did not complete within RMA_WAIT_TIMEOUT_MS (" +
-                                            std::string(status_code_name(rc)) + ")");
-    }
-    return finish_request(request, status);
-  });
-}
-
-int rma_test(rma_Request* request, int* flag, rma_Status* status) {
-  return run(nullptr, "rma_test", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    RMA_RETURN_IF_ERROR(check_request_ptr(request));
-    if (flag == nullptr) return arg_error("flag is null");
-    if (*request == RMA_REQUEST_NULL) {
-      *flag = 1;
-      fill_status(status, RMA_PROC_NULL, RMA_SUCCESS);
-      return {};
-    }
-    RMA_RETURN_IF_ERROR(check_request(*request));
-    if (!(*request)->req.done()) (void)c->eps().progress();
-    if (!(*request)->req.done()) {
-      *flag = 0;
-      return {};
-    }
-    *flag = 1;
-    return finish_request(request, status);
-  });
-}
-
-int rma_waitall(int count, rma_Request requests[], rma_Status statuses[]) {
-  if (count < 0) return run(nullptr, "rma_waitall", [&] { return count_error("count " + std::to_string(count) + " is negative"); });
-  if (requests == nullptr && count > 0) return run(nullptr, "rma_waitall", [] { return arg_error("requests is null"); });
-  int worst = RMA_SUCCESS;
-  for (int i = 0; i < count; ++i) {
-    const int rc = rma_wait(&requests[i], statuses == RMA_STATUSES_IGNORE ? RMA_STATUS_IGNORE : &statuses[i]);
-    if (rc != RMA_SUCCESS && worst == RMA_SUCCESS) worst = rc;
-  }
-  return worst;
-}
+// rma_wait, rma_test and the other completion calls: window/requests.cpp.
 
 // ------------------------------------------------------------------ synchronization
 
@@ -859,12 +758,13 @@ int rma_win_unlock_all(rma_Win win) {
   return win_call(win, "rma_win_unlock_all", [&] { return unlock_all(win); });
 }
 int rma_win_flush(int rank, rma_Win win) {
+  ApiCallLock serialized;
   // Shortcut: a live window of this thread with a passive epoch to `rank`
   // and nothing failed. Everything else (errors too) takes the checked path.
   if (owned_window(win) && win->flavor != RMA_WIN_FLAVOR_DYNAMIC &&
       static_cast<std::size_t>(rank) < win->locks.size() &&
       (win->lock_all || win->locks[static_cast<std::size_t>(rank)] != 0) &&
-      win->ctx->eps().endpoint(rank).flush() == StatusCode::kOk) [[likely]] {
+      win->endpoint(rank).flush() == StatusCode::kOk) [[likely]] {
     return RMA_SUCCESS;
   }
   return win_call(win, "rma_win_flush", [&] { return flush(win, "rma_win_flush", rank); });
@@ -909,6 +809,10 @@ int rma_win_create_errhandler(rma_Win_errhandler_function* function, rma_Errhand
 int rma_win_set_errhandler(rma_Win win, rma_Errhandler errhandler) {
   return win_call(win, "rma_win_set_errhandler", [&]() -> Status {
     if (!valid_handler(errhandler)) return arg_error("errhandler is not an error handler");
+    if (!predefined_handler(errhandler) && errhandler->fn == nullptr) {
+      return arg_error("errhandler was made by rma_comm_create_errhandler; windows take one from "
+                       "rma_win_create_errhandler");
+    }
     if (!predefined_handler(errhandler)) errhandler->refs.fetch_add(1, std::memory_order_relaxed);
     release_handler(win->errhandler);
     win->errhandler = errhandler;
@@ -940,27 +844,7 @@ int rma_errhandler_free(rma_Errhandler* errhandler) {
   });
 }
 
-int rma_comm_set_errhandler(rma_Comm comm, rma_Errhandler errhandler) {
-  return run(nullptr, "rma_comm_set_errhandler", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    if (comm != RMA_COMM_WORLD) return class_error(RMA_ERR_COMM, "only RMA_COMM_WORLD has an error handler");
-    if (!predefined_handler(errhandler)) {
-      return arg_error("RMA_COMM_WORLD takes RMA_ERRORS_ARE_FATAL, RMA_ERRORS_RETURN or RMA_ERRORS_ABORT");
-    }
-    c->comm_errhandler = errhandler;
-    return {};
-  });
-}
-
-int rma_comm_get_errhandler(rma_Comm comm, rma_Errhandler* errhandler) {
-  return run(nullptr, "rma_comm_get_errhandler", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    if (comm != RMA_COMM_WORLD) return class_error(RMA_ERR_COMM, "only RMA_COMM_WORLD has an error handler");
-    if (errhandler == nullptr) return arg_error("errhandler is null");
-    *errhandler = c->comm_errhandler;
-    return {};
-  });
-}
+// rma_comm_set_errhandler, rma_comm_get_errhandler: comm/comm_c_api.cpp.
 
 int rma_error_class(int errorcode, int* errorclass) {
   return run(nullptr, "rma_error_class", [&]() -> Status {

@@ -18,8 +18,11 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
+#include "comm/collectives.hpp"
 #include "datatype/errors.hpp"
+#include "window/thread_level.hpp"
 #include "window/window.hpp"
 
 namespace rma::api {
@@ -46,11 +49,20 @@ Status check_target(rma_win_s* win, int target) {
   return {};
 }
 
-Status check_group(rma_win_s* win, rma_group_s* g) {
-  if (g == nullptr) return class_error(RMA_ERR_GROUP, "group is RMA_GROUP_NULL");
-  if (g->magic != rma_group_s::kMagic) return class_error(RMA_ERR_GROUP, "the handle is not a group");
-  for (int r : g->ranks) RMA_RETURN_IF_ERROR(check_target(win, r));
-  return {};
+// The window ranks of a group's processes (groups name world ranks).
+Result<std::vector<int>> window_ranks(rma_win_s* win, rma_group_s* g) {
+  RMA_RETURN_IF_ERROR(check_group_handle(g));
+  std::vector<int> out;
+  out.reserve(g->ranks.size());
+  for (int w : g->ranks) {
+    auto it = std::find(win->comm.ranks.begin(), win->comm.ranks.end(), w);
+    if (it == win->comm.ranks.end()) {
+      return class_error(RMA_ERR_RANK, "process " + std::to_string(w) +
+                                           " (rank in RMA_COMM_WORLD) of the group is not in the window's communicator");
+    }
+    out.push_back(static_cast<int>(it - win->comm.ranks.begin()));
+  }
+  return out;
 }
 
 std::uint64_t load(const std::uint64_t* w) noexcept { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
@@ -67,7 +79,7 @@ Status wait_until(rma_win_s* win, Pred pred, const std::string& what) {
                                               std::to_string(win->ctx->eps().options().timeout.count()) +
                                               " ms)");
       }
-      std::this_thread::yield();
+      yield_to_other_threads();  // the other ranks' actions may wait for a thread of ours
     }
   }
   return {};
@@ -75,7 +87,7 @@ Status wait_until(rma_win_s* win, Pred pred, const std::string& what) {
 
 Status acquire_lock(rma_win_s* win, int target, bool exclusive, const char* call) {
   const auto start = std::chrono::steady_clock::now();
-  const std::uint64_t me = static_cast<std::uint64_t>(win->ctx->rank()) + 1;
+  const std::uint64_t me = static_cast<std::uint64_t>(win->rank()) + 1;
   const std::uint64_t writer = kWriterBit | (me << 32);
   for (std::uint32_t spin = 0;; ++spin) {
     std::uint64_t seen = 0;
@@ -95,14 +107,36 @@ Status acquire_lock(rma_win_s* win, int target, bool exclusive, const char* call
                                             std::to_string(target) + " was not granted within " +
                                             "RMA_WAIT_TIMEOUT_MS (" + holder + ")");
     }
-    if (spin > 4) std::this_thread::yield();
+    if (spin > 4) yield_to_other_threads();
   }
 }
 
 Status release_lock(rma_win_s* win, int target, bool exclusive) {
-  const std::uint64_t me = static_cast<std::uint64_t>(win->ctx->rank()) + 1;
+  const std::uint64_t me = static_cast<std::uint64_t>(win->rank()) + 1;
   const std::uint64_t v = exclusive ? (kWriterBit | (me << 32)) : 1;
   return meta_atomic(win, target, 0, Opcode::kAtomicFetchAdd, ~v + 1, 0).status();
+}
+
+// After a flush that failed without breaking the connection (a timeout):
+// posts the release behind the epoch's operations on the same QP, without
+// waiting for it. RC keeps the order, so the lock word is released once
+// those operations are done, and never before. Fails when the release
+// cannot be posted at all (a broken connection).
+StatusCode post_release(rma_win_s* win, int target, bool exclusive) noexcept {
+  endpoint::Endpoint& ep = win->endpoint(target);
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  const std::uint64_t me = static_cast<std::uint64_t>(win->rank()) + 1;
+  const std::uint64_t v = exclusive ? (kWriterBit | (me << 32)) : 1;
+  StatusCode rc = ep.reserve(true);
+  if (rc != StatusCode::kOk) return rc;
+  const Sge s = ep.bounce(8);
+  WorkRequest wr;
+  wr.opcode = Opcode::kAtomicFetchAdd;
+  wr.sgl = {&s, 1};
+  wr.remote_addr = p.meta;  // word 0: the passive-target lock
+  wr.rkey = p.meta_rkey;
+  wr.compare_add = ~v + 1;
+  return ep.post(wr, endpoint::OnComplete{});
 }
 
 // The window's creator promised no passive-target epochs (MPI 4.x 12.2.1).
@@ -120,7 +154,7 @@ Status flush(rma_win_s* win, const char* call, int target) {
     return class_error(RMA_ERR_RMA_SYNC, "no passive-target epoch to rank " + std::to_string(target) +
                                              " is open (rma_win_lock or rma_win_lock_all)");
   }
-  const StatusCode rc = win->ctx->eps().endpoint(target).flush();
+  const StatusCode rc = win->endpoint(target).flush();
   if (rc != StatusCode::kOk) return transport_error(win, call, target, rc);
   return {};
 }
@@ -133,7 +167,7 @@ Status flush_all(rma_win_s* win, const char* call) {
     return class_error(RMA_ERR_RMA_SYNC, "no passive-target epoch is open (rma_win_lock or rma_win_lock_all)");
   }
   for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
-    const StatusCode rc = win->ctx->eps().endpoint(t).flush();
+    const StatusCode rc = win->endpoint(t).flush();
     if (rc != StatusCode::kOk) return transport_error(win, call, t, rc);
   }
   return {};
@@ -147,13 +181,13 @@ Status fence(rma_win_s* win, int assert_) {
     return class_error(RMA_ERR_RMA_SYNC, "a lock, lock_all, start or post epoch is open on this window");
   }
   for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
-    const StatusCode rc = win->ctx->eps().endpoint(t).flush();
+    const StatusCode rc = win->endpoint(t).flush();
     if (rc != StatusCode::kOk) return transport_error(win, "rma_win_fence", t, rc);
   }
   // This rank's stores to its window before the fence become visible to a
   // software NIC's thread (it takes the device lock that progress() takes).
   if (win->ctx->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
-  Status b = win->ctx->bootstrap().barrier();
+  Status b = comm_barrier(*win->ctx, win->comm);
   if (!b.ok()) return class_error(RMA_ERR_OTHER, "the fence's barrier failed: " + b.message());
   // What other ranks put here completed before they reached the barrier; a
   // software NIC wrote it on its own thread under the device lock, which
@@ -197,10 +231,21 @@ Status unlock(rma_win_s* win, int target) {
   if (l == 0) {
     return class_error(RMA_ERR_RMA_SYNC, "rank " + std::to_string(target) + " is not locked by this rank");
   }
-  const StatusCode rc = win->ctx->eps().endpoint(target).flush();
+  const StatusCode rc = win->endpoint(target).flush();
   win->locks[static_cast<std::size_t>(target)] = 0;
   --win->access_count[static_cast<std::size_t>(target)];
-  if (rc != StatusCode::kOk) return transport_error(win, "rma_win_unlock", target, rc);
+  if (rc != StatusCode::kOk) {
+    // The epoch is over either way; the lock word must not stay held.
+    const Status err = transport_error(win, "rma_win_unlock", target, rc);
+    if ((l & 4) != 0) return err;
+    const StatusCode pr = post_release(win, target, (l & 3) == 2);
+    return class_error(RMA_ERR_OTHER,
+                       std::string(error_detail(err)) +
+                           (pr == StatusCode::kOk
+                                ? "; the lock was released behind the unfinished operations"
+                                : "; the lock at rank " + std::to_string(target) +
+                                      " could not be released over the failed connection"));
+  }
   if ((l & 4) == 0) RMA_RETURN_IF_ERROR(release_lock(win, target, (l & 3) == 2));
   return {};
 }
@@ -236,12 +281,21 @@ Status unlock_all(rma_win_s* win) {
   const int n = static_cast<int>(win->peers.size());
   win->lock_all = false;
   Status first;
+  std::vector<bool> flushed(static_cast<std::size_t>(n), true);
   for (int t = 0; t < n; ++t) {
-    const StatusCode rc = win->ctx->eps().endpoint(t).flush();
-    if (rc != StatusCode::kOk && first.ok()) first = transport_error(win, "rma_win_unlock_all", t, rc);
+    const StatusCode rc = win->endpoint(t).flush();
+    if (rc != StatusCode::kOk) {
+      flushed[static_cast<std::size_t>(t)] = false;
+      if (first.ok()) first = transport_error(win, "rma_win_unlock_all", t, rc);
+    }
   }
   if (!win->lock_all_nocheck) {
     for (int t = 0; t < n; ++t) {
+      if (!flushed[static_cast<std::size_t>(t)]) {
+        // Released behind the unfinished operations, not waited for (see unlock).
+        (void)post_release(win, t, false);
+        continue;
+      }
       Status s = release_lock(win, t, false);
       if (!s.ok() && first.ok()) first = s;
     }
@@ -250,28 +304,28 @@ Status unlock_all(rma_win_s* win) {
 }
 
 Status post(rma_win_s* win, rma_group_s* group, int assert_) {
-  RMA_RETURN_IF_ERROR(check_group(win, group));
+  RMA_ASSIGN_OR_RETURN(std::vector<int> ranks, window_ranks(win, group));
   RMA_RETURN_IF_ERROR(check_assert(assert_, RMA_MODE_NOCHECK | RMA_MODE_NOSTORE | RMA_MODE_NOPUT, "rma_win_post"));
   if (win->post_active) return class_error(RMA_ERR_RMA_SYNC, "a post epoch is already open on this window");
-  const int me = win->ctx->rank();
-  for (int r : group->ranks) {
+  const int me = win->rank();
+  for (int r : ranks) {
     ++win->completes_expected[static_cast<std::size_t>(r)];
     RMA_RETURN_IF_ERROR(meta_atomic(win, r, win->post_word(me), Opcode::kAtomicFetchAdd, 1, 0).status());
   }
-  win->post_group = group->ranks;
+  win->post_group = ranks;
   win->post_active = true;
   return {};
 }
 
 Status start(rma_win_s* win, rma_group_s* group, int assert_) {
   win->forget_remote_tables();
-  RMA_RETURN_IF_ERROR(check_group(win, group));
+  RMA_ASSIGN_OR_RETURN(std::vector<int> ranks, window_ranks(win, group));
   RMA_RETURN_IF_ERROR(check_assert(assert_, RMA_MODE_NOCHECK, "rma_win_start"));
   if (win->start_active) return class_error(RMA_ERR_RMA_SYNC, "a start epoch is already open on this window");
   if (win->lock_all || std::any_of(win->locks.begin(), win->locks.end(), [](std::uint8_t l) { return l != 0; })) {
     return class_error(RMA_ERR_RMA_SYNC, "a lock or lock_all epoch is open on this window");
   }
-  for (int r : group->ranks) {
+  for (int r : ranks) {
     const std::uint64_t epoch = ++win->starts_with[static_cast<std::size_t>(r)];
     const std::uint64_t* w = win->meta + win->post_word(r);
     Status s = wait_until(win, [&] { return load(w) >= epoch; },
@@ -282,7 +336,7 @@ Status start(rma_win_s* win, rma_group_s* group, int assert_) {
     }
   }
   win->fence_open = false;
-  win->start_group = group->ranks;
+  win->start_group = ranks;
   for (int r : win->start_group) ++win->access_count[static_cast<std::size_t>(r)];
   win->start_active = true;
   return {};
@@ -290,10 +344,10 @@ Status start(rma_win_s* win, rma_group_s* group, int assert_) {
 
 Status complete(rma_win_s* win) {
   if (!win->start_active) return class_error(RMA_ERR_RMA_SYNC, "no start epoch is open on this window");
-  const int me = win->ctx->rank();
+  const int me = win->rank();
   Status first;
   for (int r : win->start_group) {
-    const StatusCode rc = win->ctx->eps().endpoint(r).flush();
+    const StatusCode rc = win->endpoint(r).flush();
     if (rc != StatusCode::kOk) {
       if (first.ok()) first = transport_error(win, "rma_win_complete", r, rc);
       continue;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comm/collectives.hpp"
 #include "datatype/errors.hpp"
 #include "rma/log.hpp"
 
@@ -48,11 +49,13 @@ Status check_window(rma_win_s* win) {
   return {};
 }
 
-Result<rma_win_s*> create_window(Context& ctx, int flavor, void* base, rma_Aint size,
-                                 int disp_unit) {
-  const int n = ctx.size();
+Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavor, void* base,
+                                 rma_Aint size, int disp_unit) {
+  const int n = comm.size();
   auto win = std::make_unique<rma_win_s>();
   win->ctx = &ctx;
+  win->comm = comm;
+  win->comm.errhandler = RMA_ERRORS_ARE_FATAL;  // the window's own handler reports
   win->flavor = flavor;
   win->size = flavor == RMA_WIN_FLAVOR_DYNAMIC ? 0 : size;
   win->disp_unit = disp_unit;
@@ -74,7 +77,9 @@ Result<rma_win_s*> create_window(Context& ctx, int flavor, void* base, rma_Aint 
   }
   endpoint::EndpointManager& eps = ctx.eps();
   if (win->size > 0) {
-    auto reg = eps.rcache().acquire(win->base, static_cast<std::size_t>(win->size), kWindowAccess);
+    // Exactly the window's bytes: a cached registration is page-rounded and
+    // merged with its neighbours, and its rkey would reach them too.
+    auto reg = eps.rcache().acquire_exact(win->base, static_cast<std::size_t>(win->size), kWindowAccess);
     if (!reg.ok()) return class_error(RMA_ERR_OTHER, "registering the window memory: " + reg.status().message());
     win->win_reg = std::move(reg).value();
   }
@@ -87,7 +92,7 @@ Result<rma_win_s*> create_window(Context& ctx, int flavor, void* base, rma_Aint 
   if (win->meta == nullptr) return class_error(RMA_ERR_NO_MEM, "cannot allocate window metadata");
   std::memset(win->meta, 0, meta_bytes);
   std::unique_ptr<void, Freer> meta_owner(win->meta);
-  auto mreg = eps.rcache().acquire(win->meta, meta_bytes, kWindowAccess);
+  auto mreg = eps.rcache().acquire_exact(win->meta, win->meta_words * 8, kWindowAccess);
   if (!mreg.ok()) return class_error(RMA_ERR_OTHER, "registering window metadata: " + mreg.status().message());
   win->meta_reg = std::move(mreg).value();
 
@@ -99,8 +104,7 @@ Result<rma_win_s*> create_window(Context& ctx, int flavor, void* base, rma_Aint 
   mine.meta_rkey = win->meta_reg.rkey();
   mine.disp_unit = disp_unit;
   mine.flavor = flavor;
-  auto all = ctx.bootstrap().allgather(
-      {reinterpret_cast<const std::uint8_t*>(&mine), sizeof(mine)});
+  auto all = comm_allgather(ctx, comm, {reinterpret_cast<const std::uint8_t*>(&mine), sizeof(mine)});
   if (!all.ok()) return class_error(RMA_ERR_OTHER, "exchanging window descriptors: " + all.status().message());
   for (int r = 0; r < n; ++r) {
     const auto& b = (*all)[static_cast<std::size_t>(r)];
@@ -144,9 +148,11 @@ Status free_window(rma_win_s* win) {
   Context& ctx = *win->ctx;
   const StatusCode fc = ctx.eps().flush_all();
   // Collective: nobody may still access this rank's memory once it is gone.
-  Status b = ctx.bootstrap().barrier();
-  // Registrations that grant remote access must not outlive the window in
-  // the cache, where a later lookup (or a peer's stale rkey) could reach them.
+  Status b = comm_barrier(ctx, win->comm);
+  // The window's own registrations are exact (never cached): releasing them
+  // below deregisters them, so a peer's stale rkey reaches nothing. Cached
+  // origin registrations of the same memory are dropped too, since the
+  // memory may be freed next.
   RegistrationCache& rc = ctx.eps().rcache();
   for (const auto& l : win->attached) rc.invalidate(reinterpret_cast<void*>(l.addr), l.len);
   if (win->size > 0) rc.invalidate(win->base, static_cast<std::size_t>(win->size));
@@ -190,7 +196,7 @@ Status attach(rma_win_s* win, void* base, rma_Aint size) {
     return class_error(RMA_ERR_RMA_ATTACH, "a window holds at most " + std::to_string(kMaxAttach) +
                                                " attachments; detach one first");
   }
-  auto reg = win->ctx->eps().rcache().acquire(base, static_cast<std::size_t>(size), kWindowAccess);
+  auto reg = win->ctx->eps().rcache().acquire_exact(base, static_cast<std::size_t>(size), kWindowAccess);
   if (!reg.ok()) return class_error(RMA_ERR_RMA_ATTACH, "registering the memory: " + reg.status().message());
   win->attached.push_back({a, len, std::move(reg).value()});
   publish_table(win);

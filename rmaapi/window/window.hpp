@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "endpoint/endpoint_manager.hpp"
@@ -63,6 +65,16 @@ struct rma_win_s {
   bool owns_memory = false;
   rma_Errhandler errhandler = RMA_ERRORS_ARE_FATAL;
   rma::api::WindowHints hints;
+  // The communicator the window was made on (a private copy: the program
+  // may free its handle). Every rank number of the window is a rank of it:
+  // window rank t is world rank comm.ranks[t], this process comm.rank.
+  rma_comm_s comm;
+  rma::endpoint::Endpoint& endpoint(int t) noexcept {
+    return ctx->eps().endpoint(comm.ranks[static_cast<std::size_t>(t)]);
+  }
+  int rank() const noexcept { return comm.rank; }
+  std::string name;                                  // rma_win_set_name
+  std::vector<std::pair<int, void*>> attributes;     // user keyval -> value, in setting order
 
   std::vector<rma::api::PeerWindow> peers;
   std::uint64_t* meta = nullptr;  // this rank's metadata words
@@ -111,8 +123,9 @@ struct rma_win_s {
 namespace rma::api {
 
 // ---- window life cycle (window.cpp)
-Result<rma_win_s*> create_window(Context& ctx, int flavor, void* base, rma_Aint size,
-                                 int disp_unit);
+// Collective over `comm`.
+Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavor, void* base,
+                                 rma_Aint size, int disp_unit);
 // RMA_ERR_RMA_SYNC while an epoch is open (nothing is freed then).
 Status check_free(rma_win_s* win);
 // Collective; frees the window even when it reports an error.
@@ -121,6 +134,14 @@ Status attach(rma_win_s* win, void* base, rma_Aint size);
 Status detach(rma_win_s* win, const void* base);
 // Checks that the handle is a live window of the calling thread's context.
 Status check_window(rma_win_s* win);
+// Errors of a window call, through the window's handler (rma_c_api.cpp).
+int raise_window_error(rma_win_s* win, const char* call, const Status& s);
+
+// ---- user attributes (attributes.cpp)
+// Whether the window has a value for a user keyval; RMA_ERR_KEYVAL for an unknown keyval.
+Result<bool> find_window_attribute(rma_win_s* win, int keyval, void** value);
+// Runs every attribute's delete callback (rma_win_free); stops at a failing one.
+Status delete_window_attributes(rma_win_s* win);
 
 // ---- communication (operations.cpp). `req` (may be null) is counted up by
 // every signaled work request; blocking calls pass the window's own.

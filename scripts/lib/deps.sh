@@ -18,6 +18,7 @@ RMA_DEBIAN_PACKAGES=(
   libmpich-dev mpich                # MPI_Pack oracle for the datatype differential test
   iproute2                          # network namespaces and veth pairs for port tests
   libpmix-dev openmpi-bin           # PMIx bootstrap; Open MPI's mpirun launches the PMIx test
+  libopenmpi-dev                    # Open MPI's <shmem.h> for oshcc: the oshmem side of bench/shmem/run_vs_oshmem.sh
 )
 
 # The soft-RoCE QEMU guest (scripts/softroce-vm): the emulator, the guest's

@@ -72,4 +72,33 @@ TEST(ApiCxx, ThrowingHandlerRaisesRmaError) {
   });
 }
 
+TEST(ApiCxx, CommunicatorsGroupsAndWindowsOnThem) {
+  run_ranks(4, [](int rank, int) {
+    rma::Comm world = rma::Comm::world();
+    EXPECT_EQ(world.rank(), rank);
+    rma::Comm half = world.split(rank / 2, rank);
+    ASSERT_FALSE(half.is_null());
+    EXPECT_EQ(half.size(), 2);
+    EXPECT_EQ(half.rank(), rank % 2);
+    rma::Comm node = world.split_shared(0);
+    EXPECT_EQ(node.size(), 4);
+    rma::Comm none = world.split(rank == 0 ? RMA_UNDEFINED : 1, 0);
+    EXPECT_EQ(none.is_null(), rank == 0);
+    rma::Group g = world.group().excl({0});
+    EXPECT_EQ(g.size(), 3);
+    EXPECT_EQ(g.rank(), rank == 0 ? RMA_UNDEFINED_RANK : rank - 1);
+    auto win = rma::Window::allocate<std::int64_t>(2, half);
+    win.set_name("half");
+    EXPECT_EQ(win.name(), "half");
+    std::int64_t* mine = win.data<std::int64_t>();
+    mine[0] = mine[1] = 0;
+    ASSERT_EQ(win.fence(), RMA_SUCCESS);
+    const std::int64_t v = 10 + rank;
+    ASSERT_EQ(win.put(&v, 1, 1 - half.rank(), 0), RMA_SUCCESS);
+    ASSERT_EQ(win.fence(), RMA_SUCCESS);
+    EXPECT_EQ(mine[0], 10 + (rank ^ 1));
+    half.barrier();
+  });
+}
+
 }  // namespace

@@ -164,6 +164,40 @@ TEST_P(RegistrationCacheTest, MissingRightsRegisterAgainWithTheUnion) {
   EXPECT_EQ(c->generation(), b->generation());
 }
 
+// acquire_exact: exactly the bytes and rights asked for, never shared with
+// or merged into cached registrations, gone when released.
+TEST_P(RegistrationCacheTest, ExactRegistrationsAreNeitherRoundedNorShared) {
+  auto cache = make_cache();
+  ASSERT_TRUE(cache);
+  Pages p(3);
+  auto cached = cache->acquire(p.page(1), kPage, Access::kLocalWrite);
+  ASSERT_TRUE(cached.ok());
+  auto e = cache->acquire_exact(p.page(1) + 100, 50, Access::kRemoteRead | Access::kLocalWrite);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  EXPECT_EQ(e->mr().addr(), reinterpret_cast<std::uint64_t>(p.page(1) + 100));
+  EXPECT_EQ(e->mr().length(), 50u);
+  EXPECT_EQ(e->mr().access(), Access::kRemoteRead | Access::kLocalWrite);
+  EXPECT_NE(e->generation(), cached->generation());
+  EXPECT_EQ(cache->stats().exact, 1u);
+  // A lookup inside the exact range is served by the cache's own region,
+  // which did not gain the exact one's remote rights.
+  auto inside = cache->acquire(p.page(1) + 120, 8, Access::kLocalWrite);
+  ASSERT_TRUE(inside.ok());
+  EXPECT_EQ(inside->generation(), cached->generation());
+  EXPECT_FALSE(has_access(inside->mr().access(), Access::kRemoteRead));
+  // A neighbour asking for remote rights merges with cached regions only.
+  auto next = cache->acquire(p.page(2), 8, Access::kRemoteRead);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->mr().contains(reinterpret_cast<std::uint64_t>(p.page(1) + 100), 50) &&
+               next->generation() == e->generation());
+  e->reset();
+  EXPECT_EQ(cache->stats().exact, 0u);
+  EXPECT_EQ(cache->acquire_exact(nullptr, 8, Access::kLocalWrite).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache->acquire_exact(p.page(0), 0, Access::kLocalWrite).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_P(RegistrationCacheTest, EvictsLeastRecentlyReleasedByCount) {
   auto cache = make_cache(~0ull, 2);
   ASSERT_TRUE(cache);

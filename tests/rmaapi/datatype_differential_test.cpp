@@ -192,6 +192,40 @@ class Generator {
         if (chance(0.3)) {
           rc = rma_type_dup(t.type, &out);
           d << "D " << t.desc;
+        } else if (chance(0.4)) {  // darray
+          const int nd = uniform(1, 3);
+          const bool c = chance(0.5);
+          std::array<int, 3> g{}, di{}, da{}, ps{};
+          const char* names = "BCN";
+          std::array<char, 3> dn{};
+          int size = 1;
+          for (int k = 0; k < nd; ++k) {
+            const auto i = static_cast<std::size_t>(k);
+            g[i] = uniform(1, 6);
+            const int kindd = uniform(0, 2);
+            dn[i] = names[kindd];
+            ps[i] = kindd == 2 ? 1 : uniform(1, 3);
+            di[i] = kindd == 0 ? RMA_DISTRIBUTE_BLOCK : kindd == 1 ? RMA_DISTRIBUTE_CYCLIC : RMA_DISTRIBUTE_NONE;
+            if (kindd == 2 || chance(0.4)) {
+              da[i] = -1;
+            } else if (kindd == 0) {
+              da[i] = uniform((g[i] + ps[i] - 1) / ps[i], g[i]);
+            } else {
+              da[i] = uniform(1, 3);
+            }
+            size *= ps[i];
+          }
+          const int rank = uniform(0, size - 1);
+          std::array<int, 3> dargs{};
+          for (std::size_t i = 0; i < 3; ++i) dargs[i] = da[i] < 0 ? RMA_DISTRIBUTE_DFLT_DARG : da[i];
+          rc = rma_type_create_darray(size, rank, nd, g.data(), di.data(), dargs.data(), ps.data(),
+                                      c ? RMA_ORDER_C : RMA_ORDER_FORTRAN, t.type, &out);
+          d << "DA " << size << " " << rank << " " << nd << " " << (c ? "C" : "F");
+          for (int k = 0; k < nd; ++k) d << " " << g[static_cast<std::size_t>(k)];
+          for (int k = 0; k < nd; ++k) d << " " << dn[static_cast<std::size_t>(k)];
+          for (int k = 0; k < nd; ++k) d << " " << da[static_cast<std::size_t>(k)];
+          for (int k = 0; k < nd; ++k) d << " " << ps[static_cast<std::size_t>(k)];
+          d << " " << t.desc;
         } else {  // resized
           std::int64_t e = std::max<std::int64_t>(1, t.type->layout.extent());
           int lb = uniform(-16, 16);

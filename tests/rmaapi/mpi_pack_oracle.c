@@ -16,6 +16,8 @@
  *     HIB <n> <blocklength> <d_1..d_n bytes> <type>
  *     S <n> (<bl> <d bytes> <type>) x n
  *     SA <ndims> <C|F> <sizes..> <subsizes..> <starts..> <type>
+ *     DA <size> <rank> <ndims> <C|F> <gsizes..> <distribs (B|C|N)..> <dargs.. (-1 = default)>
+ *        <psizes..> <type>               MPI_Type_create_darray
  *     R <lb> <extent> <type>            MPI_Type_create_resized
  *     D <type>                          MPI_Type_dup
  * For each case the results file gets three lines:
@@ -142,6 +144,28 @@ static MPI_Datatype parse_type(void) {
     check(MPI_Type_create_subarray(nd, s, u, st, order[0] == 'C' ? MPI_ORDER_C : MPI_ORDER_FORTRAN,
                                    t, &out), "MPI_Type_create_subarray");
     free(s); free(u); free(st);
+  } else if (strcmp(op, "DA") == 0) {
+    int size = (int)next_int(), rank = (int)next_int(), nd = (int)next_int();
+    const char* order = next_token();
+    int* g = xmalloc(sizeof(int) * (size_t)nd);
+    int* di = xmalloc(sizeof(int) * (size_t)nd);
+    int* da = xmalloc(sizeof(int) * (size_t)nd);
+    int* ps = xmalloc(sizeof(int) * (size_t)nd);
+    for (int k = 0; k < nd; ++k) g[k] = (int)next_int();
+    for (int k = 0; k < nd; ++k) {
+      const char* d = next_token();
+      di[k] = d[0] == 'B' ? MPI_DISTRIBUTE_BLOCK : d[0] == 'C' ? MPI_DISTRIBUTE_CYCLIC : MPI_DISTRIBUTE_NONE;
+    }
+    for (int k = 0; k < nd; ++k) {
+      int v = (int)next_int();
+      da[k] = v < 0 ? MPI_DISTRIBUTE_DFLT_DARG : v;
+    }
+    for (int k = 0; k < nd; ++k) ps[k] = (int)next_int();
+    MPI_Datatype t = parse_type();
+    check(MPI_Type_create_darray(size, rank, nd, g, di, da, ps,
+                                 order[0] == 'C' ? MPI_ORDER_C : MPI_ORDER_FORTRAN, t, &out),
+          "MPI_Type_create_darray");
+    free(g); free(di); free(da); free(ps);
   } else if (strcmp(op, "R") == 0) {
     MPI_Aint lb = (MPI_Aint)next_int(), ext = (MPI_Aint)next_int();
     MPI_Datatype t = parse_type();

@@ -22,7 +22,14 @@ pair() {  # pair NAME "server command" "client command"
   local name=$1 server=$2 client=$3
   timeout 90 $server >"/tmp/$name.server" 2>&1 &
   local spid=$!
-  sleep 1
+  # The client connects once: wait until the server listens on the exchange
+  # port (18515 = 0x4853, state 0A in /proc/net/tcp or tcp6), not a fixed second
+  # (under a loaded host the emulated guest takes longer).
+  local w=0
+  until grep -qE '^ *[0-9]+: [0-9A-F]+:4853 [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null || [[ $w -ge 300 ]] ||
+        ! kill -0 "$spid" 2>/dev/null; do
+    sleep 0.1; w=$((w + 1))
+  done
   timeout 90 $client "$self" >"/tmp/$name.client" 2>&1
   local crc=$?
   local i=0

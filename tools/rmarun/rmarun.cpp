@@ -2,8 +2,8 @@
 // bootstrap (rank, size, key-value store with fence, barrier, allgather) on a
 // Unix socket in a private directory. If any rank fails (non-zero exit,
 // signal, abort, or its bootstrap connection closing without finalize while
-// others wait for it), the others are stopped and rmarun exits non-zero
-// naming the rank.
+// others wait for it), the others are stopped (after --grace seconds in
+// which they may end on their own) and rmarun exits non-zero naming the rank.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -41,6 +41,8 @@ void usage(FILE* out) {
                "Starts N ranks of `program` on this machine and serves their bootstrap.\n\n"
                "  -n, --np N        number of ranks (1..1024)\n"
                "      --timeout S   stop the job after S seconds (default: no limit)\n"
+               "      --grace S     when a rank fails, give the others up to S seconds to\n"
+               "                    notice and end on their own before stopping them (default 0)\n"
                "  -h, --help        this text\n"
                "      --version     librma version\n\n"
                "Each rank gets RMA_RANK, RMA_SIZE, RMA_LOCAL_RANK, RMA_LOCAL_SIZE and\n"
@@ -62,9 +64,9 @@ struct Rank {
 
 class Job {
  public:
-  Job(int n, std::chrono::milliseconds collective_timeout)
+  Job(int n, std::chrono::milliseconds collective_timeout, std::chrono::seconds grace)
       : ranks_(static_cast<std::size_t>(n)), round_(n), pending_(static_cast<std::size_t>(n)),
-        visible_(static_cast<std::size_t>(n)), timeout_(collective_timeout) {}
+        visible_(static_cast<std::size_t>(n)), timeout_(collective_timeout), grace_(grace) {}
   ~Job() { cleanup(); }
 
   int run(char** argv, std::optional<std::chrono::seconds> job_limit);
@@ -92,6 +94,7 @@ class Job {
   std::optional<Clock::time_point> round_started_;
   std::vector<std::map<std::string, Bytes>> pending_, visible_;
   std::chrono::milliseconds timeout_;
+  std::chrono::seconds grace_;  // --grace: how long the others may run on after a failure
   std::string dir_, path_;
   int listen_fd_ = -1, sig_fd_ = -1;
   std::optional<int> failed_;  // exit code once the job failed
@@ -183,7 +186,22 @@ void Job::fail_job(const std::string& why, int exit_code) {
   if (failed_) return;
   failed_ = exit_code == 0 ? 1 : exit_code;
   const int others = live_ranks();
-  std::fprintf(stderr, "rmarun: %s; stopping %d rank%s still running\n", why.c_str(), others, others == 1 ? "" : "s");
+  if (grace_.count() > 0 && others > 0) {
+    // The others may notice the failure (a dead peer's connections fail)
+    // and report it themselves; their exits are reported as they come.
+    std::fprintf(stderr, "rmarun: %s; giving the %d rank%s still running up to %lld s to end\n", why.c_str(),
+                 others, others == 1 ? "" : "s", static_cast<long long>(grace_.count()));
+    const auto deadline = Clock::now() + grace_;
+    while (live_ranks() > 0 && Clock::now() < deadline) {
+      reap();
+      if (live_ranks() > 0) ::usleep(10000);
+    }
+    if (live_ranks() > 0) std::fprintf(stderr, "rmarun: stopping %d rank%s still running\n", live_ranks(),
+                                       live_ranks() == 1 ? "" : "s");
+  } else {
+    std::fprintf(stderr, "rmarun: %s; stopping %d rank%s still running\n", why.c_str(), others,
+                 others == 1 ? "" : "s");
+  }
   stop_all();
 }
 
@@ -199,6 +217,8 @@ void Job::reap() {
       if (!ok && !failed_) {
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         fail_job("rank " + std::to_string(i) + " (pid " + std::to_string(pid) + ") " + describe(status), code);
+      } else if (failed_ && grace_.count() > 0) {
+        std::fprintf(stderr, "rmarun: rank %zu (pid %d) %s\n", i, static_cast<int>(pid), describe(status).c_str());
       }
     }
   }
@@ -472,6 +492,7 @@ std::optional<long> parse_number(const char* s, long lo, long hi) {
 int main(int argc, char** argv) {
   long n = 0;
   std::optional<std::chrono::seconds> limit;
+  std::chrono::seconds grace{0};
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -498,6 +519,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       limit = std::chrono::seconds(*p);
+    } else if (a == "--grace") {
+      const char* v = value("--grace");
+      auto p = parse_number(v, 0, 3600);
+      if (!p) {
+        std::fprintf(stderr, "rmarun: --grace %s: must be 0..3600 seconds\n", v);
+        return 2;
+      }
+      grace = std::chrono::seconds(*p);
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
@@ -528,6 +557,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rmarun: %s\n", timeout.status().message().c_str());
     return 2;
   }
-  Job job(static_cast<int>(n), *timeout);
+  Job job(static_cast<int>(n), *timeout, grace);
   return job.run(argv + i, limit);
 }

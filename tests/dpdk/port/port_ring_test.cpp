@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "port/port.hpp"
 #include "port/port_link.hpp"
@@ -176,6 +177,46 @@ TEST(PortRing, PeerCloseStopsTheOtherEnd) {
   EXPECT_EQ(as_port(p.b)->port_counters().tx_link_down, 1u);
   p.a.reset();
   p.b.reset();  // frees the ring still holding a's mbuf
+}
+
+// Regression (issue 12, defect 1): a control frame (EtherType 0x88B5, the
+// memif FIN) used to be honoured on every port kind, so one forged broadcast
+// put a ring/af_packet/tap/PCI port into peer-closed for good. Only memif
+// has a control channel; elsewhere it is dropped and counted.
+TEST(PortRing, ForgedControlFrameIsDroppedAndCounted) {
+  Pair p = open_pair(unique("ctl"));
+  ASSERT_TRUE(p.a && p.b);
+  // The FIN exactly as a memif port builds it (broadcast, 0x88B5, magic, type 1).
+  std::vector<std::uint8_t> fin(60, 0);
+  std::memset(fin.data(), 0xff, 6);
+  fin[6] = 0x02;
+  fin[11] = 0x66;
+  fin[12] = 0x88;
+  fin[13] = 0xB5;
+  const char magic[8] = {'R', 'M', 'A', 'P', 'O', 'R', 'T', 1};
+  std::memcpy(fin.data() + 14, magic, sizeof magic);
+  fin[22] = 1;  // FIN
+  std::vector<std::uint8_t> fin_ack = fin;
+  fin_ack[22] = 2;  // FIN-ACK
+  auto data = make_frame(300, 7);
+  TxFrame tx[3] = {as_tx(fin), as_tx(fin_ack), as_tx(data)};
+  ASSERT_EQ(p.a->transmit(tx), 3u);
+  CollectSink s;
+  EXPECT_EQ(p.b->poll(s, 8), 1u);
+  ASSERT_EQ(s.frames.size(), 1u);
+  EXPECT_EQ(s.frames[0], data);  // the frame behind the FIN is still delivered
+  EXPECT_EQ(as_port(p.b)->state(), PortState::kUp);
+  EXPECT_EQ(p.b->counters().rx_control_dropped, 2u);
+  EXPECT_EQ(as_port(p.b)->port_counters().rx_control, 0u);
+  EXPECT_EQ(as_port(p.b)->port_counters().tx_control, 0u);  // no FIN-ACK answered
+  // And the port keeps serving both ways.
+  auto back = make_frame(200, 8);
+  TxFrame t = as_tx(back);
+  ASSERT_EQ(p.b->transmit(std::span<const TxFrame>(&t, 1)), 1u);
+  CollectSink sa;
+  EXPECT_EQ(p.a->poll(sa, 8), 1u);
+  ASSERT_EQ(sa.frames.size(), 1u);
+  EXPECT_EQ(sa.frames[0], back);
 }
 
 TEST(PortRing, InfoFromSpec) {

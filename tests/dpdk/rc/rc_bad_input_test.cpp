@@ -56,19 +56,27 @@ class BadInput : public ::testing::Test {
   // A WRITE_ONLY from "us" to the device's QP; payload bytes all `fill`.
   std::vector<std::uint8_t> write_frame(std::uint32_t psn, std::uint64_t va, std::uint32_t rkey, std::uint32_t len,
                                         std::uint8_t fill) {
+    return request_frame(roce::Opcode::kWriteOnly, psn, va, rkey, len, len, fill);
+  }
+  // Any request: RETH fields (used when the opcode has a RETH) and a payload
+  // of `payload_len` bytes all `fill`.
+  std::vector<std::uint8_t> request_frame(roce::Opcode op, std::uint32_t psn, std::uint64_t va, std::uint32_t rkey,
+                                          std::uint32_t reth_len, std::uint32_t payload_len, std::uint8_t fill) {
+    const std::uint32_t len = payload_len;
     roce::Headers h;
     h.src_mac = me_.mac;
     h.dst_mac = them_.mac;
     h.src_ip = me_.ipv4;
     h.dst_ip = them_.ipv4;
     h.ip_id = ++ip_id_;
-    h.opcode = static_cast<std::uint8_t>(roce::Opcode::kWriteOnly);
+    h.opcode = static_cast<std::uint8_t>(op);
     h.dest_qp = them_.qpn;
     h.psn = psn;
     h.ack_req = true;
     h.reth_va = va;
     h.reth_rkey = rkey;
-    h.reth_length = len;
+    h.reth_length = reth_len;
+    h.pkey = pkey_;
     std::vector<std::uint8_t> payload(len, fill);
     std::uint8_t head[128], tail[8];
     const std::size_t hl = roce::header_length(h.opcode);
@@ -80,11 +88,12 @@ class BadInput : public ::testing::Test {
     return f;
   }
   // Sends one frame, drives the device, returns what it answered.
-  std::vector<roce::Packet> exchange(const std::vector<std::uint8_t>& f) {
+  std::vector<roce::Packet> exchange(const std::vector<std::uint8_t>& f, int completions = 0) {
     roce::TxFrame t{f, {}, {}};
     EXPECT_EQ(raw_->transmit({&t, 1}), 1u);
     Completion wc[4];
-    EXPECT_EQ(cq_->poll({wc, 4}), 0);  // drives the device; no completion expected
+    EXPECT_EQ(cq_->poll({wc, 4}), completions);  // drives the device
+    if (completions > 0) last_wc_ = wc[0];
     answers_ = Frames{};
     raw_->poll(answers_, 16);
     return answers_.got;
@@ -108,6 +117,8 @@ class BadInput : public ::testing::Test {
   EndpointFields me_, them_;
   std::uint16_t ip_id_ = 0;
   Frames answers_;
+  Completion last_wc_;
+  std::uint16_t pkey_ = roce::kDefaultPkey;
 };
 
 TEST_F(BadInput, EachKindIsDroppedOrNakedAndCounted) {
@@ -253,6 +264,83 @@ TEST_F(BadInput, OtherTrafficIsIgnoredAndCountedApartFromMalformedFrames) {
   // The QP still works: the same WRITE, unaltered, lands.
   EXPECT_FALSE(exchange(write_frame(me_.psn, va, rkey, 64, 0x44)).empty());  // its ACK
   EXPECT_EQ(target_.data[0], 0x44);
+}
+
+// Regression (issue 12, defect 2): the responder checked the rkey on
+// FIRST only and copied MIDDLE/LAST to the saved address, so a requester
+// pausing mid-message while the target deregistered (and freed) the region
+// wrote into memory that was no longer registered. Every packet is checked:
+// the MIDDLE after the deregistration is NAKed and writes nothing.
+TEST_F(BadInput, WriteContinuedAfterDeregistrationWritesNothing) {
+  Buffer victim = make_buffer(*pd_, 4096);
+  std::memset(victim.data, 0x5A, 4096);
+  const std::uint32_t mtu = me_.mtu;  // 1024: the smaller of both sides
+  exchange(request_frame(roce::Opcode::kWriteFirst, me_.psn, victim.addr(0), victim.rkey(), 3 * mtu, mtu, 0x11));
+  EXPECT_EQ(victim.data[0], 0x11);
+  EXPECT_EQ(victim.data[mtu - 1], 0x11);
+  victim.mr.reset();  // deregistered mid-message; the memory stays allocated, so a stray write shows
+  auto r = exchange(request_frame(roce::Opcode::kWriteMiddle, roce::psn_add(me_.psn, 1), 0, 0, 0, mtu, 0x22));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].h.aeth_syndrome, roce::make_syndrome(roce::AckType::kNak, roce::kNakRemoteAccessError));
+  EXPECT_EQ(r[0].h.psn, roce::psn_add(me_.psn, 1));
+  exchange(request_frame(roce::Opcode::kWriteLast, roce::psn_add(me_.psn, 2), 0, 0, 0, mtu, 0x33));
+  for (std::size_t i = mtu; i < 4096; ++i) {
+    ASSERT_EQ(victim.data[i], 0x5A) << "byte " << i << " written after the region was deregistered";
+  }
+  EXPECT_EQ(qp_->state(), QpState::kError);
+}
+
+// The same for a SEND whose receive buffer is deregistered mid-message: the
+// receiver sees a local protection error, nothing more is placed.
+TEST_F(BadInput, SendContinuedAfterReceiveBufferDeregistrationPlacesNothing) {
+  Buffer rbuf = make_buffer(*pd_, 4096);
+  std::memset(rbuf.data, 0x5A, 4096);
+  RecvRequest rr;
+  rr.wr_id = 9;
+  const Sge sge = rbuf.sge(0, 4096);
+  rr.sgl = {&sge, 1};
+  ASSERT_TRUE(qp_->post_recv({&rr, 1}).ok());
+  const std::uint32_t mtu = me_.mtu;
+  exchange(request_frame(roce::Opcode::kSendFirst, me_.psn, 0, 0, 0, mtu, 0x11));
+  EXPECT_EQ(rbuf.data[0], 0x11);
+  rbuf.mr.reset();
+  auto r = exchange(request_frame(roce::Opcode::kSendMiddle, roce::psn_add(me_.psn, 1), 0, 0, 0, mtu, 0x22), 1);
+  EXPECT_EQ(last_wc_.status, WcStatus::kLocProtErr);
+  EXPECT_EQ(last_wc_.wr_id, 9u);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].h.aeth_syndrome, roce::make_syndrome(roce::AckType::kNak, roce::kNakRemoteOperationalError));
+  for (std::size_t i = mtu; i < 4096; ++i) {
+    ASSERT_EQ(rbuf.data[i], 0x5A) << "byte " << i << " placed after the receive buffer was deregistered";
+  }
+}
+
+// Regression (issue 12, defect 4): the P_Key was never checked. A request
+// from another partition is dropped and counted (bad_pkey), as rxe's
+// check_keys does; a limited member of our (full) partition still matches.
+TEST_F(BadInput, WrongPartitionKeyIsDroppedAndCounted) {
+  const std::uint64_t va = target_.addr(0);
+  const std::uint32_t rkey = target_.rkey();
+  pkey_ = 0x8123;
+  EXPECT_TRUE(exchange(write_frame(me_.psn, va, rkey, 64, 0x11)).empty());
+  pkey_ = 0x0123;
+  EXPECT_TRUE(exchange(write_frame(me_.psn, va, rkey, 64, 0x11)).empty());
+  EXPECT_EQ(counters().bad_pkey, 2u);
+  EXPECT_TRUE(untouched(0, 4096)) << "a request from another partition wrote memory";
+  pkey_ = 0x7FFF;  // limited member of the default partition
+  EXPECT_EQ(exchange(write_frame(me_.psn, va, rkey, 64, 0x22)).size(), 1u);
+  EXPECT_EQ(target_.data[0], 0x22);
+  EXPECT_EQ(counters().bad_pkey, 2u);
+}
+
+// Regression (issue 12, defect 10): a RETH DMA length above 2^31 (the
+// maximum message size) is an invalid request, whatever the rkey covers.
+TEST_F(BadInput, WriteDmaLengthAboveTwoGibIsAnInvalidRequest) {
+  const std::uint32_t mtu = me_.mtu;
+  auto r = exchange(request_frame(roce::Opcode::kWriteFirst, me_.psn, target_.addr(0), target_.rkey(),
+                                  0x80000001u, mtu, 0x11));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].h.aeth_syndrome, roce::make_syndrome(roce::AckType::kNak, roce::kNakInvalidRequest));
+  EXPECT_TRUE(untouched(0, 4096));
 }
 
 }  // namespace

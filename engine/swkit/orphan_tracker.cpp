@@ -1,8 +1,19 @@
-#include "self/orphan_tracker.hpp"
+#include "swkit/orphan_tracker.hpp"
+
+#include <unistd.h>
 
 #include "rma/log.hpp"
 
-namespace rma::self {
+namespace rma::swkit {
+
+RegionWatch::RegionWatch(std::uint64_t addr, std::uint64_t length) {
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  watch_.start = addr & ~(page - 1);
+  watch_.end = (addr + length + page - 1) & ~(page - 1);
+  OrphanTracker::instance().add(&watch_);
+}
+
+RegionWatch::~RegionWatch() { OrphanTracker::instance().remove(&watch_); }
 
 OrphanTracker& OrphanTracker::instance() {
   static OrphanTracker* t = new OrphanTracker;  // immortal, like the fabric
@@ -16,7 +27,7 @@ OrphanTracker::OrphanTracker() {
   if (kind.ok()) {
     kind_ = *kind;
   } else {
-    RMA_LOG_WARN("self provider: cannot watch registered memory (%s); unmapping memory that is still "
+    RMA_LOG_WARN("software providers: cannot watch registered memory (%s); unmapping memory that is still "
                  "registered can crash a later transfer", kind.status().message().c_str());
   }
   rcache::MemoryMonitor::instance().subscribe(this);
@@ -52,4 +63,4 @@ void OrphanTracker::invalidate_all_locked() noexcept {
   for (OrphanWatch* w = head_; w != nullptr; w = w->next) w->orphaned.store(true, std::memory_order_release);
 }
 
-}  // namespace rma::self
+}  // namespace rma::swkit

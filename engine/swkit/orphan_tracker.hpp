@@ -1,14 +1,16 @@
-// Registered memory that was unmapped, for the self provider.
+// Registered memory that was unmapped, for the software providers (self,
+// softroce): part of swkit, the kit they share.
 //
 // A real NIC pins registered pages: after munmap() the region still names
-// the old pages and the NIC writes there harmlessly (and invisibly). The self
-// provider copies through virtual addresses and pins nothing, so it must
-// know when a region's memory went away, or an access through a stale
+// the old pages and the NIC writes there harmlessly (and invisibly). A
+// software provider copies through virtual addresses and pins nothing, so it
+// must know when a region's memory went away, or an access through a stale
 // region would fault, or land in whatever is mapped there now. It watches
 // every region through the engine's memory monitor (userfaultfd or hooks,
 // as the registration cache does) and marks regions whose memory went away
 // as orphaned; an access through an orphaned region fails with a protection
-// error whose vendor_err says so, instead of touching any memory.
+// (or remote access) error whose vendor_err says so, instead of touching any
+// memory.
 //
 // Limit: an unmap that races with a transfer already copying can still
 // fault; freeing memory while an operation on it is in flight is a bug in
@@ -21,7 +23,7 @@
 
 #include "rcache/memory_monitor.hpp"
 
-namespace rma::self {
+namespace rma::swkit {
 
 // One watched region; owned by the memory region, linked into the tracker.
 struct OrphanWatch {
@@ -30,6 +32,21 @@ struct OrphanWatch {
   std::atomic<bool> orphaned{false};
   OrphanWatch* prev = nullptr;
   OrphanWatch* next = nullptr;
+};
+
+// Starts watching the pages of [addr, addr+length) (page-rounded); the
+// watch stops when the returned object is destroyed. Control path. Not under
+// a provider lock that the memory monitor could wait for (see remove()).
+class RegionWatch {
+ public:
+  RegionWatch(std::uint64_t addr, std::uint64_t length);
+  ~RegionWatch();
+  RegionWatch(const RegionWatch&) = delete;
+  RegionWatch& operator=(const RegionWatch&) = delete;
+  const std::atomic<bool>* orphaned() const noexcept { return &watch_.orphaned; }
+
+ private:
+  OrphanWatch watch_;
 };
 
 class OrphanTracker final : public rcache::InvalidationSink {
@@ -45,8 +62,12 @@ class OrphanTracker final : public rcache::InvalidationSink {
   // unmapping thread resumes as soon as the monitor has read the event,
   // before the monitor (which holds this lock from before the read until
   // the flags are set) has marked anything; a transfer that syncs first
-  // therefore sees every unmap that returned before it started.
-  void sync() noexcept { std::lock_guard lock(mutex_); }
+  // therefore sees every unmap that returned before it started. The hooks
+  // mark regions in the unmapping thread, before the call returns: nothing
+  // to wait for, so no lock on the data path then.
+  void sync() noexcept {
+    if (kind_ == MemoryMonitorKind::kUserfaultfd) std::lock_guard lock(mutex_);
+  }
 
   std::mutex& sink_mutex() noexcept override { return mutex_; }
   void invalidate_locked(std::uintptr_t start, std::uintptr_t end) noexcept override;
@@ -59,4 +80,4 @@ class OrphanTracker final : public rcache::InvalidationSink {
   MemoryMonitorKind kind_ = MemoryMonitorKind::kNone;
 };
 
-}  // namespace rma::self
+}  // namespace rma::swkit

@@ -1,0 +1,100 @@
+// swkit, the kit the software providers share: the random-identifier index,
+// the CSPRNG and the mapping-rights check of a registration. (The orphan
+// tracker is covered through the providers: self_orphan_test.cpp and
+// softroce's rc_hardening_test.cpp.)
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include "swkit/id_index.hpp"
+#include "swkit/mapping_rights.hpp"
+#include "swkit/secure_random.hpp"
+
+namespace rma::swkit {
+namespace {
+
+// Inserts and erases against a reference map, with ids crowded into few
+// home slots (low bits equal) and spread out, so probe runs wrap and the
+// backward-shift deletion has to move entries.
+TEST(IdIndex, MatchesAReferenceMapThroughInsertsAndErases) {
+  for (std::uint32_t spread : {1u, 0x10000u}) {
+    IdIndex index;
+    std::unordered_map<std::uint32_t, std::uint32_t> ref;
+    std::mt19937 rng(spread);
+    for (int step = 0; step < 20000; ++step) {
+      const std::uint32_t id = 1 + (rng() % 700) * spread;
+      if (rng() % 3 != 0) {
+        const bool fresh = ref.find(id) == ref.end();
+        EXPECT_EQ(index.insert(id, static_cast<std::uint32_t>(step)), fresh);
+        if (fresh) ref[id] = static_cast<std::uint32_t>(step);
+      } else {
+        index.erase(id);
+        ref.erase(id);
+      }
+      if (step % 997 == 0) {
+        for (std::uint32_t probe = 1; probe < 700u * spread; probe += spread) {
+          std::uint32_t v = 0;
+          const auto it = ref.find(probe);
+          ASSERT_EQ(index.find(probe, v), it != ref.end()) << "id " << probe << " step " << step;
+          if (it != ref.end()) {
+            EXPECT_EQ(v, it->second);
+          }
+        }
+      }
+    }
+    EXPECT_EQ(index.size(), ref.size());
+  }
+  IdIndex empty;
+  std::uint32_t v;
+  EXPECT_FALSE(empty.find(5, v));
+  EXPECT_FALSE(empty.insert(0, 1)) << "0 is never an id";
+  empty.erase(5);  // nothing to erase: no effect
+}
+
+TEST(SecureRandom, WordsDoNotRepeatAndUseEveryBit) {
+  std::set<std::uint32_t> seen;
+  std::uint32_t ored = 0, anded = ~0u;
+  for (int i = 0; i < 1000; ++i) {
+    const std::uint32_t v = secure_random_u32();
+    seen.insert(v);
+    ored |= v;
+    anded &= v;
+  }
+  EXPECT_GT(seen.size(), 995u);
+  EXPECT_EQ(ored, ~0u);
+  EXPECT_EQ(anded, 0u);
+}
+
+TEST(MappingRights, NamesTheFirstAddressThatLacksARight) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  auto* p = static_cast<std::uint8_t*>(
+      ::mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  EXPECT_TRUE(check_mapping_rights(p, 3 * page, Access::kLocalWrite | Access::kRemoteWrite).ok());
+  ASSERT_EQ(::mprotect(p + page, page, PROT_READ), 0);
+  EXPECT_TRUE(check_mapping_rights(p, 3 * page, Access::kRemoteRead).ok());
+  Status st = check_mapping_rights(p, 3 * page, Access::kLocalWrite);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  char where[32];
+  std::snprintf(where, sizeof where, "%p", static_cast<void*>(p + page));
+  EXPECT_NE(st.message().find(where), std::string::npos) << st.to_string();
+  EXPECT_NE(st.message().find("read-only"), std::string::npos) << st.to_string();
+  ASSERT_EQ(::munmap(p + 2 * page, page), 0);
+  st = check_mapping_rights(p + page, 2 * page, Access::kNone);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("not mapped"), std::string::npos) << st.to_string();
+  ASSERT_EQ(::mprotect(p, page, PROT_NONE), 0);
+  st = check_mapping_rights(p, 1, Access::kNone);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("not readable"), std::string::npos) << st.to_string();
+  EXPECT_TRUE(check_mapping_rights(p, 0, Access::kNone).ok()) << "nothing to check";
+  ::munmap(p, 2 * page);
+}
+
+}  // namespace
+}  // namespace rma::swkit

@@ -15,6 +15,8 @@
 // without the target's program), for the engine and the API alike.
 //
 // *_Batch: 64 operations, then one completion wait: bandwidth.
+// *_FlushLocal: the same, ended by rma_win_flush_local instead of
+// rma_win_flush (local completion: an inline put's origin is free at post).
 //
 // RMA_API_BENCH_THREAD_LEVEL=multiple runs the ranks at RMA_THREAD_MULTIPLE
 // (default single): the cost of the API lock and the thread-safe endpoint
@@ -184,8 +186,13 @@ void BM_Engine_Read_Batch(benchmark::State& s) { engine_bench(s, rma::Opcode::kR
 
 // ---------------------------------------------------------------- API
 
+// What ends each iteration: rma_win_flush (remote completion) or
+// rma_win_flush_local (origin buffers free; an inline put needs no ACK).
+enum class Flush { kRemote, kLocal };
+
 template <typename F>
-void api_bench(benchmark::State& state, int n, F&& op, const rma_Win* win = nullptr) {
+void api_bench(benchmark::State& state, int n, F&& op, const rma_Win* win = nullptr,
+               Flush flush = Flush::kRemote) {
   const auto size = static_cast<int>(state.range(0));
   static std::vector<char> buf(kWindowBytes);
   g_peer_busy = on_softroce();
@@ -199,7 +206,8 @@ void api_bench(benchmark::State& state, int n, F&& op, const rma_Win* win = null
         return;
       }
     }
-    if (rma_win_flush(1, win != nullptr ? *win : g_win) != RMA_SUCCESS) {
+    const rma_Win w = win != nullptr ? *win : g_win;
+    if ((flush == Flush::kLocal ? rma_win_flush_local(1, w) : rma_win_flush(1, w)) != RMA_SUCCESS) {
       state.SkipWithError("flush failed");
       return;
     }
@@ -249,11 +257,14 @@ void BM_Api_AccumulateDoubleReplace(benchmark::State& s) { api_bench(s, 1, acc_r
 void BM_Api_AccumulateDoubleReplaceSameOp(benchmark::State& s) {
   api_bench(s, 1, acc_replace_same_op, &g_win_same_op);
 }
+void BM_Api_Put_FlushLocal(benchmark::State& s) { api_bench(s, 1, put, nullptr, Flush::kLocal); }
 void BM_Api_Put_Batch(benchmark::State& s) { api_bench(s, kBatch, put); }
+void BM_Api_Put_Batch_FlushLocal(benchmark::State& s) { api_bench(s, kBatch, put, nullptr, Flush::kLocal); }
 void BM_Api_Get_Batch(benchmark::State& s) { api_bench(s, kBatch, get); }
 
 BENCHMARK(BM_Engine_Write)->Arg(8)->Arg(4096)->Arg(65536);
 BENCHMARK(BM_Api_Put)->Arg(8)->Arg(4096)->Arg(65536);
+BENCHMARK(BM_Api_Put_FlushLocal)->Arg(8)->Arg(4096)->Arg(65536);
 BENCHMARK(BM_Engine_Read)->Arg(8)->Arg(4096)->Arg(65536);
 BENCHMARK(BM_Api_Get)->Arg(8)->Arg(4096)->Arg(65536);
 BENCHMARK(BM_Engine_FetchAdd)->Arg(8);
@@ -264,6 +275,7 @@ BENCHMARK(BM_Api_AccumulateDoubleReplace)->Arg(8)->Arg(4096);
 BENCHMARK(BM_Api_AccumulateDoubleReplaceSameOp)->Arg(8)->Arg(4096);
 BENCHMARK(BM_Engine_Write_Batch)->Arg(8)->Arg(65536);
 BENCHMARK(BM_Api_Put_Batch)->Arg(8)->Arg(65536);
+BENCHMARK(BM_Api_Put_Batch_FlushLocal)->Arg(8)->Arg(65536);
 BENCHMARK(BM_Engine_Read_Batch)->Arg(8)->Arg(65536);
 BENCHMARK(BM_Api_Get_Batch)->Arg(8)->Arg(65536);
 

@@ -90,6 +90,12 @@ StatusCode Endpoint::post(WorkRequest& wr, OnComplete&& on_complete, bool signal
     return pr.code;
   }
   ++next_seq_;
+  // A payload copied at post time (inline or from the bounce area) leaves
+  // no local memory in use; anything else does until it completes.
+  const bool copied = (wr.opcode == Opcode::kRdmaWrite || wr.opcode == Opcode::kRdmaWriteWithImm ||
+                       wr.opcode == Opcode::kSend) &&
+                      ((wr.flags & kWrInline) != 0 || mgr_->in_bounce(wr.sgl));
+  if (!copied) local_seq_ = next_seq_;
   if (signaled) {
     ++tail_;
     last_signaled_ = next_seq_;
@@ -100,22 +106,18 @@ StatusCode Endpoint::post(WorkRequest& wr, OnComplete&& on_complete, bool signal
 }
 
 StatusCode Endpoint::flush() noexcept {
-  EndpointManager& m = *mgr_;
-  Clock::time_point start{};
-  std::uint32_t spins = 0;
-  for (;;) {
-    {
-      auto guard = m.lock();  // once per poll: other threads post meanwhile
-      if (idle()) break;
-      if (m.progress_locked() < 0) return StatusCode::kFailedPrecondition;
-    }
-    if ((++spins & 255u) == 0) {
-      if (start == Clock::time_point{}) start = Clock::now();
-      else if (m.expired(start)) return StatusCode::kTimeout;
-      std::this_thread::yield();
-    }
-  }
-  auto guard = m.lock();
+  const StatusCode rc = mgr_->progress_until([this] { return idle(); });
+  if (rc != StatusCode::kOk) return rc;
+  auto guard = mgr_->lock();
+  return broken_ ? StatusCode::kFailedPrecondition : StatusCode::kOk;
+}
+
+StatusCode Endpoint::flush_local() noexcept {
+  // A broken endpoint has failed (or flushed) everything it held: its
+  // buffers are free, and the error is what the caller must hear.
+  const StatusCode rc = mgr_->progress_until([this] { return broken_ || locally_idle(); });
+  if (rc != StatusCode::kOk) return rc;
+  auto guard = mgr_->lock();
   return broken_ ? StatusCode::kFailedPrecondition : StatusCode::kOk;
 }
 
@@ -333,13 +335,14 @@ int EndpointManager::progress_locked() noexcept {
   return n;
 }
 
-StatusCode EndpointManager::wait(const Request& request) noexcept {
+template <typename Done>
+StatusCode EndpointManager::progress_until(Done&& done) noexcept {
   Clock::time_point start{};
   std::uint32_t spins = 0;
   for (;;) {
     {
       auto guard = lock();  // once per poll: other threads post meanwhile
-      if (request.done()) break;
+      if (done()) return StatusCode::kOk;
       if (progress_locked() < 0) return StatusCode::kFailedPrecondition;
     }
     if ((++spins & 255u) == 0) {
@@ -348,7 +351,20 @@ StatusCode EndpointManager::wait(const Request& request) noexcept {
       std::this_thread::yield();
     }
   }
-  return StatusCode::kOk;
+}
+
+bool EndpointManager::in_bounce(std::span<const Sge> sgl) const noexcept {
+  const auto lo = reinterpret_cast<std::uint64_t>(bounce_.data());
+  const std::uint64_t hi = lo + bounce_.size();
+  for (const Sge& s : sgl) {
+    if (s.length == 0) continue;
+    if (s.addr < lo || s.addr > hi || s.length > hi - s.addr) return false;
+  }
+  return true;
+}
+
+StatusCode EndpointManager::wait(const Request& request) noexcept {
+  return progress_until([&request] { return request.done(); });
 }
 
 StatusCode EndpointManager::flush_all() noexcept {

@@ -117,6 +117,17 @@ class Endpoint {
 
   // Progresses until everything posted to this peer has completed.
   StatusCode flush() noexcept;
+  // Progresses until every local buffer that a post to this peer named is
+  // free again (MPI's flush_local): the user's origin buffers may be
+  // reused and fetched results are in place. Writes whose payload was
+  // copied at post time (inline, or from the bounce area) are locally
+  // complete once posted, so this does not wait for the target's
+  // acknowledgement of them; READs, atomics and writes from user memory
+  // (which a retransmission reads again) wait for their completion. As for
+  // flush(), an operation's last work request must be signaled.
+  StatusCode flush_local() noexcept;
+  // Every post so far is locally complete (see flush_local()).
+  bool locally_idle() const noexcept { return retired_ >= local_seq_; }
 
   const char* last_reject() const noexcept { return last_reject_; }
   QueuePair& qp() noexcept { return *qp_; }
@@ -146,6 +157,7 @@ class Endpoint {
   std::uint64_t next_seq_ = 0;       // seq of the next post
   std::uint64_t retired_ = 0;        // every seq below is complete
   std::uint64_t last_signaled_ = 0;  // seq + 1 of the last signaled post
+  std::uint64_t local_seq_ = 0;      // seq + 1 of the last post that uses local memory until it completes
   std::uint32_t reads_ = 0;          // READs/atomics in flight
   std::unique_ptr<Pending[]> ring_;  // signaled posts in flight, mask_ + 1 entries
   std::uint64_t head_ = 0, tail_ = 0;
@@ -219,6 +231,13 @@ class EndpointManager {
   bool thread_safe_ = false;
   std::recursive_mutex mu_;  // taken only when thread_safe_
   int progress_locked() noexcept;
+  // Progresses (taking lock() once per poll, so other threads post
+  // meanwhile) until done() holds; kTimeout at the deadline,
+  // kFailedPrecondition when the CQ overran.
+  template <typename Done>
+  StatusCode progress_until(Done&& done) noexcept;
+  // The SGEs name only the bounce areas (copied there by the poster).
+  bool in_bounce(std::span<const Sge> sgl) const noexcept;
   std::uint32_t cq_depth_ = 0;
   std::uint32_t cq_outstanding_ = 0;      // signaled posts whose completion is not yet polled
   bool cq_overrun_ = false;

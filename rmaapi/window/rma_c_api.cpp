@@ -772,12 +772,12 @@ int rma_win_flush(int rank, rma_Win win) {
 int rma_win_flush_all(rma_Win win) {
   return win_call(win, "rma_win_flush_all", [&] { return flush_all(win, "rma_win_flush_all"); });
 }
-// Local completion is delivered as remote completion (stronger, as MPI allows).
+// Local completion: origin and result buffers free; inline puts need no acknowledgement.
 int rma_win_flush_local(int rank, rma_Win win) {
-  return win_call(win, "rma_win_flush_local", [&] { return flush(win, "rma_win_flush_local", rank); });
+  return win_call(win, "rma_win_flush_local", [&] { return flush(win, "rma_win_flush_local", rank, FlushScope::kLocal); });
 }
 int rma_win_flush_local_all(rma_Win win) {
-  return win_call(win, "rma_win_flush_local_all", [&] { return flush_all(win, "rma_win_flush_local_all"); });
+  return win_call(win, "rma_win_flush_local_all", [&] { return flush_all(win, "rma_win_flush_local_all", FlushScope::kLocal); });
 }
 int rma_win_sync(rma_Win win) {
   return win_call(win, "rma_win_sync", [&]() -> Status {

@@ -145,21 +145,24 @@ Status check_locks_allowed(const rma_win_s* win) {
   return class_error(RMA_ERR_RMA_SYNC, "the window's info has no_locks=true (set at creation or by rma_win_set_info)");
 }
 
+StatusCode flush_endpoint(endpoint::Endpoint& ep, FlushScope scope) noexcept {
+  return scope == FlushScope::kLocal ? ep.flush_local() : ep.flush();
+}
 }  // namespace
 
-Status flush(rma_win_s* win, const char* call, int target) {
+Status flush(rma_win_s* win, const char* call, int target, FlushScope scope) {
   win->forget_remote_tables();
   RMA_RETURN_IF_ERROR(check_target(win, target));
   if (!win->lock_all && win->locks[static_cast<std::size_t>(target)] == 0) {
     return class_error(RMA_ERR_RMA_SYNC, "no passive-target epoch to rank " + std::to_string(target) +
                                              " is open (rma_win_lock or rma_win_lock_all)");
   }
-  const StatusCode rc = win->endpoint(target).flush();
+  const StatusCode rc = flush_endpoint(win->endpoint(target), scope);
   if (rc != StatusCode::kOk) return transport_error(win, call, target, rc);
   return {};
 }
 
-Status flush_all(rma_win_s* win, const char* call) {
+Status flush_all(rma_win_s* win, const char* call, FlushScope scope) {
   win->forget_remote_tables();
   const bool any = win->lock_all || std::any_of(win->locks.begin(), win->locks.end(),
                                                 [](std::uint8_t l) { return l != 0; });
@@ -167,7 +170,7 @@ Status flush_all(rma_win_s* win, const char* call) {
     return class_error(RMA_ERR_RMA_SYNC, "no passive-target epoch is open (rma_win_lock or rma_win_lock_all)");
   }
   for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
-    const StatusCode rc = win->endpoint(t).flush();
+    const StatusCode rc = flush_endpoint(win->endpoint(t), scope);
     if (rc != StatusCode::kOk) return transport_error(win, call, t, rc);
   }
   return {};

@@ -197,8 +197,12 @@ Status lock(rma_win_s* win, int lock_type, int target, int assert_);
 Status unlock(rma_win_s* win, int target);
 Status lock_all(rma_win_s* win, int assert_);
 Status unlock_all(rma_win_s* win);
-Status flush(rma_win_s* win, const char* call, int target);
-Status flush_all(rma_win_s* win, const char* call);
+// What a flush waits for: every operation completed at the target
+// (rma_win_flush), or only locally, its origin and result buffers free
+// (rma_win_flush_local: inline puts need no acknowledgement for that).
+enum class FlushScope { kRemote, kLocal };
+Status flush(rma_win_s* win, const char* call, int target, FlushScope scope = FlushScope::kRemote);
+Status flush_all(rma_win_s* win, const char* call, FlushScope scope = FlushScope::kRemote);
 Status post(rma_win_s* win, rma_group_s* group, int assert_);
 Status start(rma_win_s* win, rma_group_s* group, int assert_);
 Status complete(rma_win_s* win);

@@ -116,7 +116,9 @@ TEST(ApiComm, SplitOrdersByKeyAndCarriesWindows) {
     const int left = (r + n - 1) % n;
     EXPECT_EQ(base[left], 1000 + want[static_cast<std::size_t>(left)]);
     for (int i = 0; i < 8; ++i) {
-      if (i != left) EXPECT_EQ(base[i], 0) << i;
+      if (i != left) {
+        EXPECT_EQ(base[i], 0) << i;
+      }
     }
     ASSERT_EQ(rma_barrier(half), RMA_SUCCESS);  // all checked before anyone changes more
     // Passive target and atomics: every member adds to half-rank 0.

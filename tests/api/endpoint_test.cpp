@@ -116,4 +116,73 @@ TEST(ApiEndpoint, FailedWorkRequestFailsTheRequestAndBreaksTheEndpoint) {
   });
 }
 
+// flush_local (MPI's local completion): a write whose payload was copied at
+// post time (inline, or from the bounce area) leaves no local buffer in use,
+// so it is locally complete before its completion is even polled; a write
+// from the user's registered memory, a READ and an atomic are not until
+// they complete. The self provider queues every completion until progress()
+// polls it, so "before any progress" is observable here.
+TEST(ApiEndpoint, FlushLocalWaitsOnlyForWhatStillUsesLocalMemory) {
+  run_pair(EndpointOptions{}, [](EndpointManager& m, int rank, Exposed peer, std::vector<std::uint64_t>& mine) {
+    if (rank != 0) return;
+    auto& ep = m.endpoint(1);
+    auto post_write = [&](rma::Sge s, std::uint32_t flags, bool signal) {
+      rma::WorkRequest wr;
+      wr.opcode = rma::Opcode::kRdmaWrite;
+      wr.flags = flags;
+      wr.sgl = {&s, 1};
+      wr.remote_addr = peer.addr;
+      wr.rkey = peer.rkey;
+      ASSERT_EQ(ep.post(wr, OnComplete{}, signal), rma::StatusCode::kOk);
+    };
+    std::uint64_t v = 7;
+
+    // Inline: copied at post.
+    post_write(rma::Sge{reinterpret_cast<std::uint64_t>(&v), 8, 0}, rma::kWrInline, true);
+    EXPECT_FALSE(ep.idle());
+    EXPECT_TRUE(ep.locally_idle());
+    ASSERT_EQ(ep.flush_local(), rma::StatusCode::kOk);
+    EXPECT_FALSE(ep.idle()) << "flush_local polled for a completion it does not need";
+
+    // From the bounce area: the poster copied it there.
+    ASSERT_EQ(ep.reserve(false), rma::StatusCode::kOk);
+    const rma::Sge b = ep.bounce(8);
+    std::memcpy(reinterpret_cast<void*>(b.addr), &v, 8);
+    post_write(b, 0, true);
+    EXPECT_TRUE(ep.locally_idle());
+    ASSERT_EQ(ep.flush(), rma::StatusCode::kOk);
+    EXPECT_TRUE(ep.idle());
+
+    // From registered user memory: a retransmission would read it again.
+    auto reg = m.rcache().acquire(mine.data(), 4096, rma::kAllAccess);
+    ASSERT_TRUE(reg.ok());
+    post_write(rma::Sge{reinterpret_cast<std::uint64_t>(mine.data()), 4096, reg->lkey()}, 0, true);
+    EXPECT_FALSE(ep.locally_idle());
+    ASSERT_EQ(ep.flush_local(), rma::StatusCode::kOk);
+    EXPECT_TRUE(ep.locally_idle());
+    // An inline write after it does not make it complete.
+    post_write(rma::Sge{reinterpret_cast<std::uint64_t>(mine.data()), 4096, reg->lkey()}, 0, false);
+    post_write(rma::Sge{reinterpret_cast<std::uint64_t>(&v), 8, 0}, rma::kWrInline, true);
+    EXPECT_FALSE(ep.locally_idle());
+    ASSERT_EQ(ep.flush_local(), rma::StatusCode::kOk);
+    EXPECT_TRUE(ep.locally_idle());
+
+    // A READ: its result is local memory the NIC writes; flush_local returns
+    // with the value in place (copied out of the bounce area).
+    ASSERT_EQ(ep.flush(), rma::StatusCode::kOk);
+    std::uint64_t got = 0;
+    ASSERT_EQ(ep.reserve(true), rma::StatusCode::kOk);
+    const rma::Sge rb = ep.bounce(8);
+    rma::WorkRequest rd;
+    rd.opcode = rma::Opcode::kRdmaRead;
+    rd.sgl = {&rb, 1};
+    rd.remote_addr = peer.addr;
+    rd.rkey = peer.rkey;
+    ASSERT_EQ(ep.post(rd, OnComplete{nullptr, {}, &got, 8}), rma::StatusCode::kOk);
+    EXPECT_FALSE(ep.locally_idle());
+    ASSERT_EQ(ep.flush_local(), rma::StatusCode::kOk);
+    EXPECT_EQ(got, 7u);
+  });
+}
+
 }  // namespace

@@ -22,14 +22,14 @@ RequestCodes request_ops(rma_Win win, int target) {
   RequestCodes c{};
   rma_Request q = RMA_REQUEST_NULL;
   c.rput = rma_rput(&v, 1, RMA_INT64_T, target, 0, 1, RMA_INT64_T, win, &q);
-  if (c.rput == RMA_SUCCESS) EXPECT_EQ(rma_wait(&q, RMA_STATUS_IGNORE), RMA_SUCCESS);
+  if (c.rput == RMA_SUCCESS) { EXPECT_EQ(rma_wait(&q, RMA_STATUS_IGNORE), RMA_SUCCESS); }
   c.rget = rma_rget(&r, 1, RMA_INT64_T, target, 0, 1, RMA_INT64_T, win, &q);
-  if (c.rget == RMA_SUCCESS) EXPECT_EQ(rma_wait(&q, RMA_STATUS_IGNORE), RMA_SUCCESS);
+  if (c.rget == RMA_SUCCESS) { EXPECT_EQ(rma_wait(&q, RMA_STATUS_IGNORE), RMA_SUCCESS); }
   c.racc = rma_raccumulate(&v, 1, RMA_INT64_T, target, 0, 1, RMA_INT64_T, RMA_SUM, win, &q);
-  if (c.racc == RMA_SUCCESS) EXPECT_EQ(rma_wait(&q, RMA_STATUS_IGNORE), RMA_SUCCESS);
+  if (c.racc == RMA_SUCCESS) { EXPECT_EQ(rma_wait(&q, RMA_STATUS_IGNORE), RMA_SUCCESS); }
   c.rgacc = rma_rget_accumulate(&v, 1, RMA_INT64_T, &r, 1, RMA_INT64_T, target, 0, 1, RMA_INT64_T,
                                 RMA_SUM, win, &q);
-  if (c.rgacc == RMA_SUCCESS) EXPECT_EQ(rma_wait(&q, RMA_STATUS_IGNORE), RMA_SUCCESS);
+  if (c.rgacc == RMA_SUCCESS) { EXPECT_EQ(rma_wait(&q, RMA_STATUS_IGNORE), RMA_SUCCESS); }
   return c;
 }
 

@@ -107,8 +107,9 @@ void scenario_ops() {
   CALL(rma_win_flush(right, win));
   i64 back = 0;
   CALL(rma_get(&back, 1, RMA_INT64_T, right, n + me, 1, RMA_INT64_T, win));
-  CALL(rma_win_unlock(right, win));
+  CALL(rma_win_flush_local(right, win));  // a get is locally complete when its result is in place
   CHECK_EQ(back, tag);
+  CALL(rma_win_unlock(right, win));
   i64 fetched = -5;
   CALL(rma_win_lock(RMA_LOCK_SHARED, 0, 0, win));
   CALL(rma_fetch_and_op(&one, &fetched, RMA_INT64_T, 0, 61, RMA_SUM, win));

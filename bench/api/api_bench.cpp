@@ -215,14 +215,19 @@ void api_bench(benchmark::State& state, int n, F&& op, const rma_Win* win = null
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * n * size);
 }
 
-// An info object (never freed: the benchmark's life) asking for same_op.
+// Info objects (never freed: the benchmark's life) with one hint.
+rma_Info hint_info(const char* key, const char* value) {
+  rma_Info i = RMA_INFO_NULL;
+  rma_info_create(&i);
+  rma_info_set(i, key, value);
+  return i;
+}
 rma_Info same_op_info() {
-  static rma_Info info = [] {
-    rma_Info i = RMA_INFO_NULL;
-    rma_info_create(&i);
-    rma_info_set(i, "accumulate_ops", "same_op");
-    return i;
-  }();
+  static rma_Info info = hint_info("accumulate_ops", "same_op");
+  return info;
+}
+rma_Info unordered_info() {
+  static rma_Info info = hint_info("accumulate_ordering", "none");
   return info;
 }
 
@@ -243,6 +248,20 @@ int acc_replace(char* b, int size) {
 int acc_replace_same_op(char* b, int size) {
   return rma_accumulate(b, size / 8, RMA_DOUBLE, 1, 0, size / 8, RMA_DOUBLE, RMA_REPLACE, g_win_same_op);
 }
+// double SUM of 1.0 (the target changes, so a compare-and-swap loop's
+// first guess is wrong, as in real use) on the default window and on one
+// whose info says accumulate_ordering=none (g_win_unordered). The batch
+// forms spread their calls over kBatch elements.
+rma_Win g_win_unordered = RMA_WIN_NULL;
+int acc_ones_on(rma_Win w, int size) {
+  static const std::vector<double> ones(kWindowBytes / 8, 1.0);
+  static int call = 0;
+  const int n = size / 8;
+  const rma_Aint disp = static_cast<rma_Aint>(call++ % kBatch) * size;
+  return rma_accumulate(ones.data(), n, RMA_DOUBLE, 1, disp, n, RMA_DOUBLE, RMA_SUM, w);
+}
+int acc_ones(char*, int size) { return acc_ones_on(g_win, size); }
+int acc_ones_unordered(char*, int size) { return acc_ones_on(g_win_unordered, size); }
 int fop(char* b, int) {
   static std::int64_t result;
   return rma_fetch_and_op(b, &result, RMA_INT64_T, 1, 0, RMA_SUM, g_win);
@@ -256,6 +275,14 @@ void BM_Api_FetchAndOp(benchmark::State& s) { api_bench(s, 1, fop); }
 void BM_Api_AccumulateDoubleReplace(benchmark::State& s) { api_bench(s, 1, acc_replace); }
 void BM_Api_AccumulateDoubleReplaceSameOp(benchmark::State& s) {
   api_bench(s, 1, acc_replace_same_op, &g_win_same_op);
+}
+void BM_Api_AccumulateDoubleSumOnes(benchmark::State& s) { api_bench(s, 1, acc_ones); }
+void BM_Api_AccumulateDoubleSumOnes_OrderingNone(benchmark::State& s) {
+  api_bench(s, 1, acc_ones_unordered, &g_win_unordered);
+}
+void BM_Api_AccumulateDoubleSumOnes_Batch(benchmark::State& s) { api_bench(s, kBatch, acc_ones); }
+void BM_Api_AccumulateDoubleSumOnes_Batch_OrderingNone(benchmark::State& s) {
+  api_bench(s, kBatch, acc_ones_unordered, &g_win_unordered);
 }
 void BM_Api_Put_FlushLocal(benchmark::State& s) { api_bench(s, 1, put, nullptr, Flush::kLocal); }
 void BM_Api_Put_Batch(benchmark::State& s) { api_bench(s, kBatch, put); }
@@ -273,6 +300,10 @@ BENCHMARK(BM_Api_AccumulateInt64Sum)->Arg(8)->Arg(64);
 BENCHMARK(BM_Api_AccumulateDoubleSum)->Arg(8)->Arg(4096);
 BENCHMARK(BM_Api_AccumulateDoubleReplace)->Arg(8)->Arg(4096);
 BENCHMARK(BM_Api_AccumulateDoubleReplaceSameOp)->Arg(8)->Arg(4096);
+BENCHMARK(BM_Api_AccumulateDoubleSumOnes)->Arg(8)->Arg(4096);
+BENCHMARK(BM_Api_AccumulateDoubleSumOnes_OrderingNone)->Arg(8)->Arg(4096);
+BENCHMARK(BM_Api_AccumulateDoubleSumOnes_Batch)->Arg(8);
+BENCHMARK(BM_Api_AccumulateDoubleSumOnes_Batch_OrderingNone)->Arg(8);
 BENCHMARK(BM_Engine_Write_Batch)->Arg(8)->Arg(65536);
 BENCHMARK(BM_Api_Put_Batch)->Arg(8)->Arg(65536);
 BENCHMARK(BM_Api_Put_Batch_FlushLocal)->Arg(8)->Arg(65536);
@@ -301,10 +332,14 @@ int main(int argc, char** argv) {
     rma_Win w2 = RMA_WIN_NULL;
     void* base2 = nullptr;
     if (rma_win_allocate(kWindowBytes, 1, same_op_info(), RMA_COMM_WORLD, &base2, &w2) != RMA_SUCCESS) std::abort();
+    rma_Win w3 = RMA_WIN_NULL;
+    void* base3 = nullptr;
+    if (rma_win_allocate(kWindowBytes, 1, unordered_info(), RMA_COMM_WORLD, &base3, &w3) != RMA_SUCCESS) std::abort();
     while (!done.load()) {
       if (g_peer_busy.load(std::memory_order_relaxed)) (void)rma_win_sync(w);  // progresses the NIC
       else std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    rma_win_free(&w3);
     rma_win_free(&w2);
     rma_win_free(&w);
     rma_finalize();
@@ -314,12 +349,17 @@ int main(int argc, char** argv) {
   if (rma_win_allocate(kWindowBytes, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &g_win) != RMA_SUCCESS) return 1;
   void* base2 = nullptr;
   if (rma_win_allocate(kWindowBytes, 1, same_op_info(), RMA_COMM_WORLD, &base2, &g_win_same_op) != RMA_SUCCESS) return 1;
+  void* base3 = nullptr;
+  if (rma_win_allocate(kWindowBytes, 1, unordered_info(), RMA_COMM_WORLD, &base3, &g_win_unordered) != RMA_SUCCESS) return 1;
   rma_win_lock_all(RMA_MODE_NOCHECK, g_win);
   rma_win_lock_all(RMA_MODE_NOCHECK, g_win_same_op);
+  rma_win_lock_all(RMA_MODE_NOCHECK, g_win_unordered);
   benchmark::RunSpecifiedBenchmarks();
   rma_win_unlock_all(g_win);
   rma_win_unlock_all(g_win_same_op);
+  rma_win_unlock_all(g_win_unordered);
   done = true;
+  rma_win_free(&g_win_unordered);
   rma_win_free(&g_win_same_op);
   rma_win_free(&g_win);
   rma_finalize();

@@ -105,6 +105,23 @@ StatusCode Endpoint::post(WorkRequest& wr, OnComplete&& on_complete, bool signal
   return StatusCode::kOk;
 }
 
+StatusCode Endpoint::post_atomic(Opcode op, std::uint64_t remote_addr, std::uint32_t rkey,
+                                 std::uint64_t compare_add, std::uint64_t swap,
+                                 OnComplete&& on_complete) noexcept {
+  auto guard = mgr_->lock();  // no other thread may take the reserved slot
+  const StatusCode rc = reserve(true);
+  if (rc != StatusCode::kOk) return rc;
+  const Sge s = bounce(8);
+  WorkRequest wr;
+  wr.opcode = op;
+  wr.sgl = {&s, 1};
+  wr.remote_addr = remote_addr;
+  wr.rkey = rkey;
+  wr.compare_add = compare_add;
+  wr.swap = swap;
+  return post(wr, std::move(on_complete));
+}
+
 StatusCode Endpoint::flush() noexcept {
   const StatusCode rc = mgr_->progress_until([this] { return idle(); });
   if (rc != StatusCode::kOk) return rc;

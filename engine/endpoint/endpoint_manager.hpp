@@ -114,6 +114,13 @@ class Endpoint {
   // a READ or an atomic. Errors: kFailedPrecondition (broken), kTimeout, or
   // the provider's rejection (reason in last_reject()).
   StatusCode post(WorkRequest& wr, OnComplete&& on_complete, bool signal = false) noexcept;
+  // One 8-byte atomic (kAtomicCmpSwap or kAtomicFetchAdd) at remote_addr:
+  // reserve(), bounce() and post() under one lock(). The old value lands in
+  // the slot's bounce area and is copied to on_complete.copy_to (copy_len 8)
+  // on completion.
+  StatusCode post_atomic(Opcode op, std::uint64_t remote_addr, std::uint32_t rkey,
+                         std::uint64_t compare_add, std::uint64_t swap,
+                         OnComplete&& on_complete) noexcept;
 
   // Progresses until everything posted to this peer has completed.
   StatusCode flush() noexcept;

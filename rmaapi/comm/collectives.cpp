@@ -138,17 +138,9 @@ Status Mailbox::round(const std::vector<int>& members, int me, std::uint64_t com
     if (i == me) continue;
     const int d = members[static_cast<std::size_t>(i)];
     endpoint::Endpoint& ep = eps_->endpoint(d);
-    rc = ep.reserve(true);
-    if (rc == StatusCode::kOk) {
-      const Sge s = ep.bounce(8);
-      WorkRequest wr;
-      wr.opcode = Opcode::kAtomicFetchAdd;
-      wr.sgl = {&s, 1};
-      wr.remote_addr = remote_counter(d, world_rank_);
-      wr.rkey = peers_[static_cast<std::size_t>(d)].rkey;
-      wr.compare_add = 1;
-      rc = ep.post(wr, endpoint::OnComplete{&atomics, {}, nullptr, 0});
-    }
+    rc = ep.post_atomic(Opcode::kAtomicFetchAdd, remote_counter(d, world_rank_),
+                        peers_[static_cast<std::size_t>(d)].rkey, 1, 0,
+                        endpoint::OnComplete{&atomics, {}, nullptr, 0});
     if (rc != StatusCode::kOk) {
       return class_error(RMA_ERR_OTHER, "collective: signalling rank " + std::to_string(d) + " failed (" +
                                             std::string(status_code_name(rc)) + ")");

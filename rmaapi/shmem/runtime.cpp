@@ -623,19 +623,12 @@ void Runtime::get(const char* routine, void* dest, const void* src, std::size_t 
 
 std::uint64_t Runtime::nic_atomic(Channel& ch, const char* routine, int wpe, Remote r, bool cas,
                                   std::uint64_t compare_add, std::uint64_t swap) {
-  endpoint::Endpoint& ep = ch.eps->endpoint(wpe);
-  if (const StatusCode rc = ep.reserve(true); rc != StatusCode::kOk) transport_failure(ch, routine, wpe, rc);
-  const Sge s = ep.bounce(8);
-  WorkRequest wr;
-  wr.opcode = cas ? Opcode::kAtomicCmpSwap : Opcode::kAtomicFetchAdd;
-  wr.sgl = {&s, 1};
-  wr.remote_addr = r.addr;
-  wr.rkey = r.rkey;
-  wr.compare_add = compare_add;
-  wr.swap = swap;
   std::uint64_t old = 0;
   endpoint::Request req;
-  post_or_fail(ch, routine, wpe, wr, endpoint::OnComplete{&req, {}, &old, 8});
+  const StatusCode rc = ch.eps->endpoint(wpe).post_atomic(
+      cas ? Opcode::kAtomicCmpSwap : Opcode::kAtomicFetchAdd, r.addr, r.rkey, compare_add, swap,
+      endpoint::OnComplete{&req, {}, &old, 8});
+  if (rc != StatusCode::kOk) [[unlikely]] transport_failure(ch, routine, wpe, rc);
   wait_or_fail(ch, routine, wpe, req);
   return old;
 }
@@ -673,16 +666,9 @@ std::uint64_t Runtime::amo(const char* routine, AmoOp op, void* dest, std::size_
   if (bytes == 8 && op == AmoOp::kAdd) {
     if (!fetch) {
       // Nothing waits for the result: the add stays in flight until quiet.
-      endpoint::Endpoint& ep = ch.eps->endpoint(wpe);
-      if (const StatusCode rc = ep.reserve(true); rc != StatusCode::kOk) transport_failure(ch, routine, wpe, rc);
-      const Sge s = ep.bounce(8);
-      WorkRequest wr;
-      wr.opcode = Opcode::kAtomicFetchAdd;
-      wr.sgl = {&s, 1};
-      wr.remote_addr = r.addr;
-      wr.rkey = r.rkey;
-      wr.compare_add = operand;
-      post_or_fail(ch, routine, wpe, wr, {});
+      const StatusCode rc = ch.eps->endpoint(wpe).post_atomic(Opcode::kAtomicFetchAdd, r.addr, r.rkey,
+                                                              operand, 0, {});
+      if (rc != StatusCode::kOk) [[unlikely]] transport_failure(ch, routine, wpe, rc);
       return 0;
     }
     return nic_atomic(ch, routine, wpe, r, false, operand, 0);

@@ -411,18 +411,8 @@ Result<std::uint64_t> meta_atomic(rma_win_s* win, int target, std::uint64_t word
   const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
   endpoint::Request r;
   std::uint64_t value = 0;
-  StatusCode rc = ep.reserve(true);
-  if (rc == StatusCode::kOk) {
-    const Sge s = ep.bounce(8);
-    WorkRequest wr;
-    wr.opcode = op;
-    wr.sgl = {&s, 1};
-    wr.remote_addr = p.meta + word * 8;
-    wr.rkey = p.meta_rkey;
-    wr.compare_add = compare_add;
-    wr.swap = swap;
-    rc = ep.post(wr, OnComplete{&r, {}, &value, 8});
-  }
+  StatusCode rc = ep.post_atomic(op, p.meta + word * 8, p.meta_rkey, compare_add, swap,
+                                 OnComplete{&r, {}, &value, 8});
   if (rc == StatusCode::kOk) rc = eps.wait(r);
   if (rc != StatusCode::kOk || r.failed()) {
     return transport_error(win, "a synchronization atomic", target, rc);
@@ -547,18 +537,7 @@ Result<std::uint64_t> word_atomic(rma_win_s* win, const char* call, int target, 
   Endpoint& ep = win->endpoint(target);
   endpoint::Request r;
   std::uint64_t value = 0;
-  StatusCode rc = ep.reserve(true);
-  if (rc == StatusCode::kOk) {
-    const Sge s = ep.bounce(8);
-    WorkRequest wr;
-    wr.opcode = op;
-    wr.sgl = {&s, 1};
-    wr.remote_addr = addr;
-    wr.rkey = rkey;
-    wr.compare_add = compare_add;
-    wr.swap = swap;
-    rc = ep.post(wr, OnComplete{&r, {}, &value, 8});
-  }
+  StatusCode rc = ep.post_atomic(op, addr, rkey, compare_add, swap, OnComplete{&r, {}, &value, 8});
   if (rc == StatusCode::kOk) rc = eps.wait(r);
   if (rc != StatusCode::kOk || r.failed()) return transport_error(win, call, target, rc);
   return value;
@@ -582,6 +561,38 @@ Status move_word(rma_win_s* win, const char* call, int target, const Context::Sc
   return {};
 }
 
+bool ordering_none(const rma_win_s* win) noexcept {
+  return win->hints.accumulate_ordering == "none";
+}
+
+// accumulate_ordering=none: records a non-fetching compare-and-swap-loop
+// accumulate on 8-byte aligned elements, to run with the others at the
+// next synchronization (see deferred_accumulate.hpp). The operands are
+// copied: the origin buffer is free when this returns.
+Status defer_words(rma_win_s* win, const char* call, const OpArgs& a, OpKind op,
+                   const rma_datatype_s* elem, const Target& t, const TypeLayout& tl,
+                   const TypeLayout* ol, std::int64_t bytes) {
+  if (!win->deferred) win->deferred = std::make_unique<DeferredAccumulates>();
+  DeferredAccumulates& d = *win->deferred;
+  const std::int64_t nelem = bytes / 8;
+  std::optional<ElementWalker> tw;
+  if (!tl.is_dense()) tw.emplace(tl, a.target_count, t.base);
+  std::optional<ElementWalker> ow;
+  if (!ol->is_dense()) ow.emplace(*ol, a.origin_count, reinterpret_cast<std::uint64_t>(a.origin));
+  for (std::int64_t i = 0; i < nelem; ++i) {
+    std::uint64_t taddr = t.base + 8 * static_cast<std::uint64_t>(i);
+    if (tw && !tw->next(taddr)) break;
+    std::uint64_t oaddr = reinterpret_cast<std::uint64_t>(a.origin) + 8 * static_cast<std::uint64_t>(i);
+    if (ow) (void)ow->next(oaddr);
+    std::uint64_t value = 0;
+    std::memcpy(&value, reinterpret_cast<const void*>(oaddr), 8);
+    if (d.add(a.target, taddr, t.rkey, op, elem, value)) continue;
+    RMA_RETURN_IF_ERROR(d.run(win, call));
+    (void)d.add(a.target, taddr, t.rkey, op, elem, value);  // the list is empty now
+  }
+  return {};
+}
+
 // Accumulate on 8-byte elements of which at least one is 8-byte aligned.
 // An aligned element is only ever changed with NIC atomics, so that every
 // op MPI lets run concurrently on one location (same op, NO_OP, REPLACE,
@@ -600,6 +611,10 @@ Status accumulate_words(rma_win_s* win, const char* call, const OpArgs& a, bool 
                         const TypeLayout* rl, std::int64_t bytes, bool some_misaligned) {
   Context& ctx = *win->ctx;
   const std::int64_t nelem = bytes / 8;
+  const bool posted_add = op == OpKind::kNoOp || (op == OpKind::kSum && is_int64_like(elem));
+  if (!fetch && req == nullptr && !posted_add && !some_misaligned && ordering_none(win)) {
+    return defer_words(win, call, a, op, elem, t, tl, ol, bytes);
+  }
   // The lock first: waiting for it lets other threads of this rank run
   // (RMA_THREAD_MULTIPLE), and they may reuse the scratch memory.
   AccLock lock(win, a.target);
@@ -617,7 +632,6 @@ Status accumulate_words(rma_win_s* win, const char* call, const OpArgs& a, bool 
       values = s.b;
     }
   }
-  const bool posted_add = op == OpKind::kNoOp || (op == OpKind::kSum && is_int64_like(elem));
   Endpoint& ep = win->endpoint(a.target);
   std::optional<ElementWalker> tw, rw;
   if (!tl.is_dense()) tw.emplace(tl, a.target_count, t.base);
@@ -643,16 +657,9 @@ Status accumulate_words(rma_win_s* win, const char* call, const OpArgs& a, bool 
     }
     if (posted_add) {
       // Results land in the bounce slot and are copied out on completion.
-      StatusCode rc = ep.reserve(true);
-      if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
-      const Sge sge = ep.bounce(8);
-      WorkRequest wr;
-      wr.opcode = Opcode::kAtomicFetchAdd;
-      wr.sgl = {&sge, 1};
-      wr.remote_addr = taddr;
-      wr.rkey = t.rkey;
-      wr.compare_add = op == OpKind::kNoOp ? 0 : value;
-      rc = ep.post(wr, OnComplete{req, {}, result, result != nullptr ? 8u : 0u});
+      const StatusCode rc = ep.post_atomic(Opcode::kAtomicFetchAdd, taddr, t.rkey,
+                                           op == OpKind::kNoOp ? 0 : value, 0,
+                                           OnComplete{req, {}, result, result != nullptr ? 8u : 0u});
       if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
       continue;
     }
@@ -711,6 +718,9 @@ Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
                                                        : "op is not a predefined operation");
   }
   const auto op = static_cast<OpKind>(opv);
+  // Accumulates recorded under accumulate_ordering=none run before any
+  // made after the hint changed.
+  if (!ordering_none(win)) RMA_RETURN_IF_ERROR(run_deferred_accumulates(win, call));
   if (op == OpKind::kNoOp && !fetch) {
     return class_error(RMA_ERR_OP, "RMA_NO_OP is only for rma_get_accumulate, rma_rget_accumulate "
                                    "and rma_fetch_and_op");
@@ -812,6 +822,7 @@ Status compare_and_swap(rma_win_s* win, const char* call, const OpArgs& a,
                         endpoint::Request* req) {
   if (a.target == RMA_PROC_NULL) return check_proc_null_epoch(win, call);
   RMA_RETURN_IF_ERROR(check_rank(win, a.target));
+  if (!ordering_none(win)) RMA_RETURN_IF_ERROR(run_deferred_accumulates(win, call));
   RMA_ASSIGN_OR_RETURN(const TypeLayout* tl, committed_layout(a.target_type, "datatype"));
   if (!a.target_type->predefined) {
     return type_error("compare_and_swap needs a predefined datatype, not a derived one");
@@ -829,18 +840,11 @@ Status compare_and_swap(rma_win_s* win, const char* call, const OpArgs& a,
   const auto size = static_cast<std::size_t>(tl->size);
   Context& ctx = *win->ctx;
   if (size == 8 && (t.base & 7u) == 0) {
-    Endpoint& ep = win->endpoint(a.target);
-    StatusCode rc = ep.reserve(true);
-    if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
-    const Sge s = ep.bounce(8);
-    WorkRequest wr;
-    wr.opcode = Opcode::kAtomicCmpSwap;
-    wr.sgl = {&s, 1};
-    wr.remote_addr = t.base;
-    wr.rkey = t.rkey;
-    std::memcpy(&wr.compare_add, a.compare, 8);
-    std::memcpy(&wr.swap, a.origin, 8);
-    rc = ep.post(wr, OnComplete{req, {}, a.result, 8});
+    std::uint64_t compare = 0, swap = 0;
+    std::memcpy(&compare, a.compare, 8);
+    std::memcpy(&swap, a.origin, 8);
+    const StatusCode rc = win->endpoint(a.target).post_atomic(Opcode::kAtomicCmpSwap, t.base, t.rkey, compare,
+                                                              swap, OnComplete{req, {}, a.result, 8});
     if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
     return {};
   }
@@ -942,6 +946,8 @@ bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result_v, 
   const auto opv = reinterpret_cast<std::intptr_t>(op);
   const bool sum = opv == static_cast<std::intptr_t>(OpKind::kSum);
   const bool noop = opv == static_cast<std::intptr_t>(OpKind::kNoOp);
+  // Recorded accumulates run first under any ordering but none (accumulate()).
+  if (win->deferred && !win->deferred->empty() && !ordering_none(win)) return false;
   Target t;
   if ((!sum && !noop) || result == nullptr || (sum && a.origin == nullptr) ||
       a.target_type == nullptr || a.target_type->magic != rma_datatype_s::kMagic ||
@@ -949,16 +955,10 @@ bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result_v, 
       !fast_target(win, a.target, a.target_disp, 8, t) || (t.base & 7u) != 0) {
     return false;
   }
-  Endpoint& ep = win->endpoint(a.target);
-  if (ep.reserve(true) != StatusCode::kOk) return false;
-  const Sge s = ep.bounce(8);
-  WorkRequest wr;
-  wr.opcode = Opcode::kAtomicFetchAdd;
-  wr.sgl = {&s, 1};
-  wr.remote_addr = t.base;
-  wr.rkey = t.rkey;
-  if (sum) std::memcpy(&wr.compare_add, a.origin, 8);
-  return ep.post(wr, OnComplete{nullptr, {}, result, 8}) == StatusCode::kOk;
+  std::uint64_t add = 0;
+  if (sum) std::memcpy(&add, a.origin, 8);
+  return win->endpoint(a.target).post_atomic(Opcode::kAtomicFetchAdd, t.base, t.rkey, add, 0,
+                                             OnComplete{nullptr, {}, result, 8}) == StatusCode::kOk;
 }
 
 }  // namespace rma::api

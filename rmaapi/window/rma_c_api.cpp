@@ -760,8 +760,10 @@ int rma_win_unlock_all(rma_Win win) {
 int rma_win_flush(int rank, rma_Win win) {
   ApiCallLock serialized;
   // Shortcut: a live window of this thread with a passive epoch to `rank`
-  // and nothing failed. Everything else (errors too) takes the checked path.
+  // nothing failed and no accumulates recorded (accumulate_ordering=none).
+  // Everything else (errors too) takes the checked path.
   if (owned_window(win) && win->flavor != RMA_WIN_FLAVOR_DYNAMIC &&
+      (!win->deferred || win->deferred->empty()) &&
       static_cast<std::size_t>(rank) < win->locks.size() &&
       (win->lock_all || win->locks[static_cast<std::size_t>(rank)] != 0) &&
       win->endpoint(rank).flush() == StatusCode::kOk) [[likely]] {

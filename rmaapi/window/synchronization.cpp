@@ -127,16 +127,8 @@ StatusCode post_release(rma_win_s* win, int target, bool exclusive) noexcept {
   const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
   const std::uint64_t me = static_cast<std::uint64_t>(win->rank()) + 1;
   const std::uint64_t v = exclusive ? (kWriterBit | (me << 32)) : 1;
-  StatusCode rc = ep.reserve(true);
-  if (rc != StatusCode::kOk) return rc;
-  const Sge s = ep.bounce(8);
-  WorkRequest wr;
-  wr.opcode = Opcode::kAtomicFetchAdd;
-  wr.sgl = {&s, 1};
-  wr.remote_addr = p.meta;  // word 0: the passive-target lock
-  wr.rkey = p.meta_rkey;
-  wr.compare_add = ~v + 1;
-  return ep.post(wr, endpoint::OnComplete{});
+  // Word 0: the passive-target lock.
+  return ep.post_atomic(Opcode::kAtomicFetchAdd, p.meta, p.meta_rkey, ~v + 1, 0, endpoint::OnComplete{});
 }
 
 // The window's creator promised no passive-target epochs (MPI 4.x 12.2.1).
@@ -157,6 +149,9 @@ Status flush(rma_win_s* win, const char* call, int target, FlushScope scope) {
     return class_error(RMA_ERR_RMA_SYNC, "no passive-target epoch to rank " + std::to_string(target) +
                                              " is open (rma_win_lock or rma_win_lock_all)");
   }
+  // Recorded accumulates (accumulate_ordering=none) must be complete at
+  // the target; their operands were copied, so local completion has them.
+  if (scope == FlushScope::kRemote) RMA_RETURN_IF_ERROR(run_deferred_accumulates(win, call));
   const StatusCode rc = flush_endpoint(win->endpoint(target), scope);
   if (rc != StatusCode::kOk) return transport_error(win, call, target, rc);
   return {};
@@ -169,6 +164,7 @@ Status flush_all(rma_win_s* win, const char* call, FlushScope scope) {
   if (!any) {
     return class_error(RMA_ERR_RMA_SYNC, "no passive-target epoch is open (rma_win_lock or rma_win_lock_all)");
   }
+  if (scope == FlushScope::kRemote) RMA_RETURN_IF_ERROR(run_deferred_accumulates(win, call));
   for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
     const StatusCode rc = flush_endpoint(win->endpoint(t), scope);
     if (rc != StatusCode::kOk) return transport_error(win, call, t, rc);
@@ -183,6 +179,7 @@ Status fence(rma_win_s* win, int assert_) {
       std::any_of(win->locks.begin(), win->locks.end(), [](std::uint8_t l) { return l != 0; })) {
     return class_error(RMA_ERR_RMA_SYNC, "a lock, lock_all, start or post epoch is open on this window");
   }
+  RMA_RETURN_IF_ERROR(run_deferred_accumulates(win, "rma_win_fence"));
   for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
     const StatusCode rc = win->endpoint(t).flush();
     if (rc != StatusCode::kOk) return transport_error(win, "rma_win_fence", t, rc);
@@ -234,6 +231,9 @@ Status unlock(rma_win_s* win, int target) {
   if (l == 0) {
     return class_error(RMA_ERR_RMA_SYNC, "rank " + std::to_string(target) + " is not locked by this rank");
   }
+  // The epoch ends and the lock is released even when recorded
+  // accumulates fail; their error is reported last.
+  const Status deferred = run_deferred_accumulates(win, "rma_win_unlock");
   const StatusCode rc = win->endpoint(target).flush();
   win->locks[static_cast<std::size_t>(target)] = 0;
   --win->access_count[static_cast<std::size_t>(target)];
@@ -250,7 +250,7 @@ Status unlock(rma_win_s* win, int target) {
                                       " could not be released over the failed connection"));
   }
   if ((l & 4) == 0) RMA_RETURN_IF_ERROR(release_lock(win, target, (l & 3) == 2));
-  return {};
+  return deferred;
 }
 
 Status lock_all(rma_win_s* win, int assert_) {
@@ -283,7 +283,7 @@ Status unlock_all(rma_win_s* win) {
   if (!win->lock_all) return class_error(RMA_ERR_RMA_SYNC, "no lock_all epoch is open on this window");
   const int n = static_cast<int>(win->peers.size());
   win->lock_all = false;
-  Status first;
+  Status first = run_deferred_accumulates(win, "rma_win_unlock_all");
   std::vector<bool> flushed(static_cast<std::size_t>(n), true);
   for (int t = 0; t < n; ++t) {
     const StatusCode rc = win->endpoint(t).flush();
@@ -348,7 +348,7 @@ Status start(rma_win_s* win, rma_group_s* group, int assert_) {
 Status complete(rma_win_s* win) {
   if (!win->start_active) return class_error(RMA_ERR_RMA_SYNC, "no start epoch is open on this window");
   const int me = win->rank();
-  Status first;
+  Status first = run_deferred_accumulates(win, "rma_win_complete");
   for (int r : win->start_group) {
     const StatusCode rc = win->endpoint(r).flush();
     if (rc != StatusCode::kOk) {

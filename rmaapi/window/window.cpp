@@ -146,6 +146,8 @@ Status check_free(rma_win_s* win) {
 
 Status free_window(rma_win_s* win) {
   Context& ctx = *win->ctx;
+  // Epochs are closed (check_free), so nothing is recorded; run it anyway.
+  const Status deferred = run_deferred_accumulates(win, "rma_win_free");
   const StatusCode fc = ctx.eps().flush_all();
   // Collective: nobody may still access this rank's memory once it is gone.
   Status b = comm_barrier(ctx, win->comm);
@@ -171,7 +173,7 @@ Status free_window(rma_win_s* win) {
                                           std::string(status_code_name(fc)) + ")");
   }
   if (!b.ok()) return class_error(RMA_ERR_OTHER, "barrier of rma_win_free: " + b.message());
-  return {};
+  return deferred;
 }
 
 Status attach(rma_win_s* win, void* base, rma_Aint size) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "endpoint/endpoint_manager.hpp"
 #include "rma/rma.h"
 #include "window/context.hpp"
+#include "window/deferred_accumulate.hpp"
 #include "window/info.hpp"
 
 namespace rma::api {
@@ -103,6 +105,9 @@ struct rma_win_s {
   bool post_active = false;
   std::vector<int> post_group;
   std::vector<std::uint64_t> completes_expected;  // from each origin
+  // Accumulates recorded under accumulate_ordering=none, run at the next
+  // synchronization (made on first use).
+  std::unique_ptr<rma::api::DeferredAccumulates> deferred;
 
   std::uint64_t post_word(int rank) const noexcept { return 2 + static_cast<std::uint64_t>(rank); }
   std::uint64_t complete_word(int rank) const noexcept {

@@ -256,6 +256,50 @@ void scenario_accumulate(int iters) {
   CALL(rma_win_free(&win));
 }
 
+// accumulate_ordering=none: compare-and-swap-loop accumulates are recorded
+// and run together at flush and unlock (rmaapi/window/deferred_accumulate):
+// from every rank at once over the NIC they must still add up.
+void scenario_accumulate_unordered(int iters) {
+  const int n = g_size, me = g_rank;
+  constexpr int kArray = 16;
+  rma_Info info = RMA_INFO_NULL;
+  CALL(rma_info_create(&info));
+  CALL(rma_info_set(info, "accumulate_ordering", "none"));
+  double* t = nullptr;
+  rma_Win win = RMA_WIN_NULL;
+  CALL(rma_win_allocate(8 * (2 + kArray), 8, info, RMA_COMM_WORLD, &t, &win));
+  CALL(rma_info_free(&info));
+  CALL(rma_win_set_errhandler(win, RMA_ERRORS_RETURN));
+  std::memset(t, 0, 8 * (2 + kArray));
+  CALL(rma_barrier(RMA_COMM_WORLD));
+  CALL(rma_win_lock_all(0, win));
+  const std::vector<double> quarter(kArray, 0.25);
+  for (int i = 0; i < iters; ++i) {
+    const double dadd = 0.5 * (me + 1);
+    CALL(rma_accumulate(&dadd, 1, RMA_DOUBLE, 0, 0, 1, RMA_DOUBLE, RMA_SUM, win));
+    const i64 cand = me * 1000 + i;
+    CALL(rma_accumulate(&cand, 1, RMA_INT64_T, 0, 1, 1, RMA_INT64_T, RMA_MAX, win));
+    CALL(rma_accumulate(quarter.data(), kArray, RMA_DOUBLE, i % n, 2, kArray, RMA_DOUBLE, RMA_SUM, win));
+    if (i % 16 == 15) CALL(rma_win_flush_all(win));
+  }
+  CALL(rma_win_unlock_all(win));
+  CALL(rma_barrier(RMA_COMM_WORLD));
+  CALL(rma_win_sync(win));
+  // Target r gets the arrays of the iterations i with i % n == r, from every rank.
+  const i64 mine = iters / n + (me < iters % n ? 1 : 0);
+  for (int k = 0; k < kArray; ++k) CHECK_EQ(t[2 + k], 0.25 * static_cast<double>(mine * n));
+  if (me == 0) {
+    CHECK_EQ(t[0], 0.5 * static_cast<double>(iters) * n * (n + 1) / 2);
+    i64 max = 0;
+    std::memcpy(&max, &t[1], 8);
+    CHECK_EQ(max, static_cast<i64>((n - 1) * 1000 + iters - 1));
+    std::printf("accumulate_ordering=none: %d ranks x %d iterations: double SUM %.2f, int64 MAX %" PRId64 "\n",
+                n, iters, t[0], max);
+  }
+  CALL(rma_barrier(RMA_COMM_WORLD));
+  CALL(rma_win_free(&win));
+}
+
 // ------------------------------------------------------------------ locks
 void scenario_locks(int iters) {
   const int n = g_size, me = g_rank;
@@ -404,12 +448,20 @@ int main(int argc, char** argv) {
   CALL(rma_comm_rank(RMA_COMM_WORLD, &g_rank));
   CALL(rma_comm_size(RMA_COMM_WORLD, &g_size));
   const std::string s = g_scenario;
-  if (s == "ops") scenario_ops();
-  else if (s == "accumulate") scenario_accumulate(iters);
-  else if (s == "locks") scenario_locks(iters);
-  else if (s == "dynamic") scenario_dynamic();
-  else if (s == "bounds") scenario_bounds();
-  else fail(__LINE__, "unknown scenario '%s'", g_scenario);
+  if (s == "ops") {
+    scenario_ops();
+  } else if (s == "accumulate") {
+    scenario_accumulate(iters);
+    scenario_accumulate_unordered(iters);
+  } else if (s == "locks") {
+    scenario_locks(iters);
+  } else if (s == "dynamic") {
+    scenario_dynamic();
+  } else if (s == "bounds") {
+    scenario_bounds();
+  } else {
+    fail(__LINE__, "unknown scenario '%s'", g_scenario);
+  }
   CALL(rma_finalize());
   if (g_rank == 0) std::printf("rma_mp_ranks %s: %d ranks passed\n", g_scenario, g_size);
   return 0;

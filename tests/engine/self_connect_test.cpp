@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "self/testing.hpp"
+#include "self_test_util.hpp"
 #include "self/vendor_err.hpp"
 
 namespace rma::self::testing {

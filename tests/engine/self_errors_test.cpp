@@ -1,7 +1,7 @@
 // Self provider: every bad input. Synchronous post() rejections, local and
 // remote protection errors, length errors, lost peers — and in every case
 // that nothing changed in the target memory.
-#include "self/testing.hpp"
+#include "self_test_util.hpp"
 #include "self/vendor_err.hpp"
 
 namespace rma::self::testing {

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "self/testing.hpp"
+#include "self_test_util.hpp"
 
 namespace rma::self::testing {
 namespace {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "self/testing.hpp"
+#include "self_test_util.hpp"
 #include "self/vendor_err.hpp"
 
 namespace rma::self::testing {

@@ -2,7 +2,7 @@
 // SEND/RECV, inline, atomics — with SGE lists, sizes and completions.
 #include <thread>
 
-#include "self/testing.hpp"
+#include "self_test_util.hpp"
 
 namespace rma::self::testing {
 namespace {

@@ -7,15 +7,10 @@
 #include <cstdio>
 #include <string>
 
+#include "rma/text.hpp"
+
 namespace rma {
 namespace {
-
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-std::string dec(std::uint64_t v) { return std::to_string(v); }
 
 // True when some page of [addr, addr+length) is not mapped. msync on the
 // page-aligned range fails with ENOMEM exactly then, and with MS_ASYNC it

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rma/text.hpp"
 #include "rma/verbs.hpp"
 #include "verbs/device.hpp"
 #include "verbs/queue_pair.hpp"
@@ -23,7 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string dec(std::uint64_t v) { return std::to_string(v); }
 
 Result<EventChannelPtr> make_channel() {
   EventChannelPtr ch(::rdma_create_event_channel());

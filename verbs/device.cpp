@@ -8,18 +8,13 @@
 #include <fstream>
 
 #include "rma/provider_checks.hpp"
+#include "rma/text.hpp"
 #include "verbs/completion_queue.hpp"
 #include "verbs/queue_pair.hpp"
 #include "verbs/translate.hpp"
 
 namespace rma::verbs {
 namespace {
-
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // Every readable integer file of a sysfs counter directory.
 void append_counter_dir(const std::string& dir, std::vector<CounterSample>& out) {

@@ -8,12 +8,11 @@
 
 #include "rma/config.hpp"
 #include "rma/log.hpp"
+#include "rma/text.hpp"
 #include "verbs/translate.hpp"
 
 namespace rma::verbs {
 namespace {
-
-std::string dec(std::uint64_t v) { return std::to_string(v); }
 
 Result<std::optional<std::uint32_t>> optional_number(const char* var, std::uint64_t max) {
   RMA_ASSIGN_OR_RETURN(std::string text, config::get_string(var));

@@ -1,5 +1,6 @@
 #include "verbs/endpoint_address.hpp"
 
+#include "rma/text.hpp"
 #include "rma/verbs.hpp"
 
 #include <cstring>
@@ -21,7 +22,6 @@ std::uint32_t get_be(const std::uint8_t* p, int n) noexcept {
   for (int i = 0; i < n; ++i) v = (v << 8) | p[i];
   return v;
 }
-std::string dec(std::uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 

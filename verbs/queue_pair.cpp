@@ -7,14 +7,13 @@
 #include <random>
 
 #include "rma/provider_checks.hpp"
+#include "rma/text.hpp"
 #include "verbs/connection_manager.hpp"
 #include "verbs/endpoint_address.hpp"
 #include "verbs/translate.hpp"
 
 namespace rma::verbs {
 namespace {
-
-std::string dec(std::uint64_t v) { return std::to_string(v); }
 
 std::uint32_t random_psn() {
   std::random_device rd;

@@ -16,6 +16,7 @@
 #include "rma/provider_checks.hpp"
 #include "rc/engine.hpp"
 #include "rc/qp.hpp"
+#include "rma/text.hpp"
 #include "swkit/mapping_rights.hpp"
 #include "swkit/orphan_tracker.hpp"
 #include "wire/wire.hpp"
@@ -24,7 +25,6 @@ namespace rma::softroce {
 
 namespace {
 
-std::string dec(std::uint64_t v) { return std::to_string(v); }
 std::string ip_text(std::uint32_t ip) {
   char b[20];
   std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);

@@ -8,7 +8,7 @@
 
 #include "self/fabric.hpp"
 #include "self/queue_pair.hpp"
-#include "self/text.hpp"
+#include "rma/text.hpp"
 
 namespace rma::self {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "self/fabric.hpp"
-#include "self/text.hpp"
+#include "rma/text.hpp"
 
 namespace rma::self {
 

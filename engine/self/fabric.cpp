@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "self/text.hpp"
+#include "rma/text.hpp"
 
 namespace rma::self {
 

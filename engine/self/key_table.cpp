@@ -2,7 +2,7 @@
 
 #include <new>
 
-#include "self/text.hpp"
+#include "rma/text.hpp"
 
 namespace rma::self {
 

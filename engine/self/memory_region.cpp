@@ -7,7 +7,7 @@
 
 #include "rma/provider_checks.hpp"
 #include "self/fabric.hpp"
-#include "self/text.hpp"
+#include "rma/text.hpp"
 
 namespace rma::self {
 

@@ -5,17 +5,9 @@
 #include <cstring>
 #include <string>
 
+#include "rma/text.hpp"
+
 namespace rma::swkit {
-
-namespace {
-
-std::string hex(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
-
-}  // namespace
 
 Status check_mapping_rights(const void* addr, std::size_t length, Access access) {
   const auto begin = reinterpret_cast<std::uint64_t>(addr);

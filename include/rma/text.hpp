@@ -1,12 +1,13 @@
-// Small formatting helpers for control-path error messages of the self
-// provider. Control path only: these allocate.
+// Number formatting for control-path error messages (providers, engine):
+// one spelling of addresses and keys ("0x1f4") and counts across the tree.
+// Control path only: these allocate.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
-namespace rma::self {
+namespace rma {
 
 inline std::string hex(std::uint64_t v) {
   char buf[24];
@@ -16,4 +17,4 @@ inline std::string hex(std::uint64_t v) {
 
 inline std::string dec(std::uint64_t v) { return std::to_string(v); }
 
-}  // namespace rma::self
+}  // namespace rma

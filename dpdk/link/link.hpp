@@ -10,19 +10,9 @@
 #include <span>
 #include <string>
 
+#include "wire/frame.hpp"  // MacAddress, TxFrame
+
 namespace rma::roce {
-
-using MacAddress = std::array<std::uint8_t, 6>;
-
-// One frame to send, Ethernet header first, without FCS, as up to three
-// pieces so the payload can come straight from registered memory: the
-// headers (Ethernet..transport), the payload, and the tail (pad + ICRC).
-struct TxFrame {
-  std::span<const std::uint8_t> head;
-  std::span<const std::uint8_t> payload;
-  std::span<const std::uint8_t> tail;
-  std::size_t size() const noexcept { return head.size() + payload.size() + tail.size(); }
-};
 
 // Receives frames during Link::poll. The bytes are valid only during the
 // call; the receiver copies what it keeps.

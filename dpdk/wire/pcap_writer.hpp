@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-#include "link/link.hpp"
+#include "wire/frame.hpp"
 #include "rma/status.hpp"
 
 namespace rma::roce {

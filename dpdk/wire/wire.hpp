@@ -11,7 +11,7 @@
 #include <span>
 #include <string_view>
 
-#include "link/link.hpp"
+#include "wire/frame.hpp"
 
 namespace rma::roce {
 

@@ -9,8 +9,10 @@
 #
 # Defaults: build/release, 30 minutes, loss 0.01 (1 %), 2 ranks, 60 s.
 # Prints a Markdown table (one row per interval and rank) and a verdict:
-# RSS flat (the last sample within 2 MiB or 5 % of the sample after the
-# first interval, past warm-up), no malformed frames, ICRC errors or error
+# RSS flat (the last sample within 2 MiB or 5 % of the first sample past
+# warm-up: the first third of the run, at least one interval, in which
+# pools, caches and malloc arenas reach their working size; the growth
+# during warm-up is printed too), no malformed frames, ICRC errors or error
 # completions, every counter reconciled by the ranks. Exit 0 when all hold.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -45,7 +47,8 @@ counter() {  # counter NAME FILE: the sum of NAME over every device and QP secti
 echo
 echo "| t (s) | rank pid | RSS (KiB) | retransmitted | retry timeouts | loss injected | NAKs received | malformed | ICRC errors |"
 echo "|---|---|---|---|---|---|---|---|---|"
-declare -A first_rss last_rss
+declare -A start_rss first_rss last_rss
+warm_up=$(( seconds / 3 > interval ? seconds / 3 : interval ))
 sample=0
 while kill -0 "$job" 2>/dev/null; do
   sleep "$interval"
@@ -60,7 +63,8 @@ while kill -0 "$job" 2>/dev/null; do
     grep -q retransmitted_packets "$out/c.$pid" || continue   # the rank is finishing: no counters to read
     naks=$(grep -E '^ *naks_received_' "$out/c.$pid" | awk '{ s += $2 } END { print s + 0 }')
     echo "| $((sample * interval)) | $pid | $rss | $(counter retransmitted_packets "$out/c.$pid") | $(counter retry_timeouts "$out/c.$pid") | $(counter link_tx_loss_injected "$out/c.$pid") | $naks | $(counter malformed_frames_dropped "$out/c.$pid") | $(counter rx_icrc_errors "$out/c.$pid") |"
-    [[ -n "${first_rss[$pid]:-}" ]] || first_rss[$pid]=$rss
+    [[ -n "${start_rss[$pid]:-}" ]] || start_rss[$pid]=$rss
+    if (( sample * interval >= warm_up )) && [[ -z "${first_rss[$pid]:-}" ]]; then first_rss[$pid]=$rss; fi
     last_rss[$pid]=$rss
     cp "$out/c.$pid" "$out/last.$pid"
   done
@@ -77,9 +81,9 @@ for pid in "${!first_rss[@]}"; do
   a=${first_rss[$pid]} b=${last_rss[$pid]}
   growth=$((b - a))
   if (( growth > 2048 && growth * 20 > a )); then
-    echo "soak: rank pid $pid grew from $a KiB to $b KiB (not flat)"; verdict=1
+    echo "soak: rank pid $pid grew from $a KiB (past warm-up, ${warm_up}s) to $b KiB (not flat)"; verdict=1
   else
-    echo "soak: rank pid $pid RSS $a KiB after the first interval, $b KiB at the end (flat)"
+    echo "soak: rank pid $pid RSS ${start_rss[$pid]} KiB at the first sample, $a KiB past warm-up (${warm_up}s), $b KiB at the end (flat)"
   fi
   for c in malformed_frames_dropped rx_icrc_errors; do
     v=$(counter "$c" "$out/last.$pid")

@@ -36,21 +36,36 @@ bool combines_exactly(OpKind op, const rma_datatype_s* elem) noexcept {
 
 }  // namespace
 
-DeferredAccumulates::DeferredAccumulates() : words_(new Word[kCapacity]) {}
+DeferredAccumulates::DeferredAccumulates()
+    : words_(new Word[kCapacity]), slots_(new std::uint16_t[kSlots]()) {}
 DeferredAccumulates::~DeferredAccumulates() = default;
+
+std::size_t DeferredAccumulates::slot_of(int target, std::uint64_t addr) const noexcept {
+  std::uint64_t h = (addr >> 3) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(target);
+  h ^= h >> 29;
+  std::size_t i = static_cast<std::size_t>(h) & (kSlots - 1);
+  // At most kCapacity of kSlots are used: an empty slot or the word is near.
+  while (slots_[i] != 0) {
+    const Word& w = words_[slots_[i] - 1];
+    if (w.target == target && w.addr == addr) break;
+    i = (i + 1) & (kSlots - 1);
+  }
+  return i;
+}
 
 bool DeferredAccumulates::add(int target, std::uint64_t addr, std::uint32_t rkey, OpKind op,
                               const rma_datatype_s* elem, std::uint64_t value) noexcept {
-  for (std::size_t i = 0; i < size_; ++i) {
-    Word& w = words_[i];
-    if (w.target != target || w.addr != addr) continue;
+  const std::size_t slot = slot_of(target, addr);
+  if (slots_[slot] != 0) {
+    Word& w = words_[slots_[slot] - 1];
     if (w.op != op || w.elem != elem || !combines_exactly(op, elem)) return false;
     // Later update on the right, as if it ran second.
     apply_op(op, elem, &w.value, &value, 1);
     return true;
   }
   if (size_ == kCapacity) return false;
-  words_[size_++] = Word{.target = target, .addr = addr, .rkey = rkey, .op = op, .elem = elem, .value = value};
+  words_[size_] = Word{.target = target, .addr = addr, .rkey = rkey, .op = op, .elem = elem, .value = value};
+  slots_[slot] = static_cast<std::uint16_t>(++size_);
   return true;
 }
 
@@ -105,6 +120,8 @@ Status DeferredAccumulates::run(rma_win_s* win, const char* call) {
                                "their compare-and-swaps to other origins past RMA_WAIT_TIMEOUT_MS");
     }
   }
+  // Newest first: every probe path then still runs over occupied slots.
+  for (std::size_t i = size_; i-- > 0;) slots_[slot_of(words_[i].target, words_[i].addr)] = 0;
   size_ = 0;
   return result;
 }

@@ -56,7 +56,13 @@ class DeferredAccumulates {
 
  private:
   struct Word;
+  // Open addressing on (target, addr): slot -> word index + 1 (0: empty),
+  // so that finding an update of the same location costs O(1).
+  static constexpr std::size_t kSlots = 2 * kCapacity;
+  static_assert((kSlots & (kSlots - 1)) == 0, "kSlots is a power of two");
+  std::size_t slot_of(int target, std::uint64_t addr) const noexcept;
   std::unique_ptr<Word[]> words_;
+  std::unique_ptr<std::uint16_t[]> slots_;
   std::size_t size_ = 0;
   std::uint64_t cas_posted_ = 0;
 };

@@ -2,7 +2,7 @@
 // exceptions become error classes, and errors go to the error handler of
 // the communicator the call is on (RMA_COMM_WORLD's when it has none), as
 // MPI 4.x 9.3 says. (Window calls use their window's handler:
-// window/rma_c_api.cpp.)
+// window/c_call.hpp.)
 #pragma once
 
 #include <exception>
@@ -28,6 +28,14 @@ void release_errhandler(rma_Errhandler eh) noexcept;
 // RMA_COMM_WORLD's; before rma_init: fatal). Returns the code when the
 // handler returns.
 int raise_comm(rma_comm_s* comm, const char* call, const Status& s);
+
+// The two halves of raising an error, shared with the window calls
+// (window/c_call.cpp): the rendered message, recorded for
+// rma_last_error_message; then the handler `eh` applied to `code` (RETURN
+// gives it back, a communicator handler gets `comm`, a window handler
+// `win`, the fatal ones print the message and end the job).
+std::string record_error(const char* call, const Status& s);
+int apply_errhandler(rma_Errhandler eh, rma_Comm comm, rma_Win win, int code, const std::string& msg);
 
 Status not_initialized_error();
 

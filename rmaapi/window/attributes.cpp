@@ -1,6 +1,6 @@
 // Window attributes, names and info (MPI 4.x 7.7.3, 7.8, 12.2.7):
 // rma_win_create_keyval / free_keyval / set_attr / delete_attr (get_attr,
-// which also answers the predefined keys, is in rma_c_api.cpp and calls
+// which also answers the predefined keys, is in c_api_windows.cpp and calls
 // find_window_attribute), rma_win_set_name / get_name, and rma_win_set_info
 // (collective) / get_info.
 //
@@ -14,9 +14,9 @@
 #include <mutex>
 #include <string>
 
-#include "comm/c_call.hpp"
 #include "comm/collectives.hpp"
 #include "datatype/errors.hpp"
+#include "window/c_call.hpp"
 #include "window/info.hpp"
 #include "window/window.hpp"
 
@@ -92,18 +92,6 @@ Status check_out(const void* p, const char* name) {
   return {};
 }
 
-// A window call: the window is checked first; its handler reports.
-template <typename F>
-int window_call(rma_Win win, const char* call, F&& f) {
-  Status s = guarded_status([&]() -> Status {
-    if (current_context() == nullptr) return not_initialized_error();
-    RMA_RETURN_IF_ERROR(check_window(win));
-    return f();
-  });
-  if (s.ok()) [[likely]] return RMA_SUCCESS;
-  if (win == nullptr || win->magic != rma_win_s::kMagic) return raise_comm(nullptr, call, s);
-  return raise_window_error(win, call, s);
-}
 
 // What every rank must agree on for rma_win_set_info to be collective in
 // substance: the hints that change how operations run.
@@ -184,7 +172,7 @@ int rma_win_free_keyval(int* win_keyval) {
 }
 
 int rma_win_set_attr(rma_Win win, int win_keyval, void* attribute_val) {
-  return window_call(win, "rma_win_set_attr", [&]() -> Status {
+  return win_call(win, "rma_win_set_attr", [&]() -> Status {
     Keyval kv;
     RMA_RETURN_IF_ERROR(find_keyval(win_keyval, kv));
     for (auto& a : win->attributes) {
@@ -202,7 +190,7 @@ int rma_win_set_attr(rma_Win win, int win_keyval, void* attribute_val) {
 }
 
 int rma_win_delete_attr(rma_Win win, int win_keyval) {
-  return window_call(win, "rma_win_delete_attr", [&]() -> Status {
+  return win_call(win, "rma_win_delete_attr", [&]() -> Status {
     Keyval kv;
     RMA_RETURN_IF_ERROR(find_keyval(win_keyval, kv));
     auto it = std::find_if(win->attributes.begin(), win->attributes.end(),
@@ -218,7 +206,7 @@ int rma_win_delete_attr(rma_Win win, int win_keyval) {
 }
 
 int rma_win_set_name(rma_Win win, const char* win_name) {
-  return window_call(win, "rma_win_set_name", [&]() -> Status {
+  return win_call(win, "rma_win_set_name", [&]() -> Status {
     RMA_RETURN_IF_ERROR(check_out(win_name, "win_name"));
     const std::size_t n = std::strlen(win_name);
     if (n >= RMA_MAX_OBJECT_NAME) {
@@ -231,7 +219,7 @@ int rma_win_set_name(rma_Win win, const char* win_name) {
 }
 
 int rma_win_get_name(rma_Win win, char* win_name, int* resultlen) {
-  return window_call(win, "rma_win_get_name", [&]() -> Status {
+  return win_call(win, "rma_win_get_name", [&]() -> Status {
     RMA_RETURN_IF_ERROR(check_out(win_name, "win_name"));
     RMA_RETURN_IF_ERROR(check_out(resultlen, "resultlen"));
     std::memcpy(win_name, win->name.c_str(), win->name.size() + 1);
@@ -241,7 +229,7 @@ int rma_win_get_name(rma_Win win, char* win_name, int* resultlen) {
 }
 
 int rma_win_set_info(rma_Win win, rma_Info info) {
-  return window_call(win, "rma_win_set_info", [&]() -> Status {
+  return win_call(win, "rma_win_set_info", [&]() -> Status {
     RMA_RETURN_IF_ERROR(check_info_handle(info, true));
     WindowHints h = win->hints;
     Status local = apply_window_hints(info, h);
@@ -274,7 +262,7 @@ int rma_win_set_info(rma_Win win, rma_Info info) {
 }
 
 int rma_win_get_info(rma_Win win, rma_Info* info_used) {
-  return window_call(win, "rma_win_get_info", [&]() -> Status {
+  return win_call(win, "rma_win_get_info", [&]() -> Status {
     RMA_RETURN_IF_ERROR(check_out(info_used, "info_used"));
     auto info = std::make_unique<rma_info_s>();
     window_hints_to_info(win->hints, *info);

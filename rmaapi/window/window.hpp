@@ -139,8 +139,6 @@ Status attach(rma_win_s* win, void* base, rma_Aint size);
 Status detach(rma_win_s* win, const void* base);
 // Checks that the handle is a live window of the calling thread's context.
 Status check_window(rma_win_s* win);
-// Errors of a window call, through the window's handler (rma_c_api.cpp).
-int raise_window_error(rma_win_s* win, const char* call, const Status& s);
 
 // ---- user attributes (attributes.cpp)
 // Whether the window has a value for a user keyval; RMA_ERR_KEYVAL for an unknown keyval.

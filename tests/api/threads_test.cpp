@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -138,6 +139,62 @@ TEST(ApiThreads, MultipleThreadsPerRankOnSharedAndOwnWindows) {
     std::sort(t.begin(), t.end());
     for (std::size_t i = 0; i < t.size(); ++i) ASSERT_EQ(t[i], static_cast<std::int64_t>(i));
   }
+}
+
+// Attribute caching and names on one window from every thread of a rank at
+// once (they take the API lock like every other window call), with
+// accumulate_ordering=none accumulates recorded and run from several
+// threads meanwhile.
+TEST(ApiThreads, AttributesNamesAndRecordedAccumulatesFromManyThreads) {
+  constexpr int kThreads = 4, kRounds = 200;
+  run_ranks_at(2, RMA_THREAD_MULTIPLE, [&](int rank, int n) {
+    rma_Info info = RMA_INFO_NULL;
+    ASSERT_EQ(rma_info_create(&info), RMA_SUCCESS);
+    ASSERT_EQ(rma_info_set(info, "accumulate_ordering", "none"), RMA_SUCCESS);
+    double* base = nullptr;
+    rma_Win win = RMA_WIN_NULL;
+    ASSERT_EQ(rma_win_allocate(8 * kThreads, 8, info, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+    ASSERT_EQ(rma_info_free(&info), RMA_SUCCESS);
+    std::vector<int> keyvals(kThreads, RMA_KEYVAL_INVALID);
+    for (int& k : keyvals) {
+      ASSERT_EQ(rma_win_create_keyval(RMA_WIN_NULL_COPY_FN, RMA_WIN_NULL_DELETE_FN, &k, nullptr), RMA_SUCCESS);
+    }
+    ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+    rma::api::Context* ctx = rma::api::testing::thread_context();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        rma::api::testing::share_context(ctx);
+        static int values[kThreads];
+        for (int i = 0; i < kRounds; ++i) {
+          EXPECT_EQ(rma_win_set_attr(win, keyvals[static_cast<std::size_t>(t)], &values[t]), RMA_SUCCESS);
+          void* got = nullptr;
+          int flag = 0;
+          EXPECT_EQ(rma_win_get_attr(win, keyvals[static_cast<std::size_t>(t)], &got, &flag), RMA_SUCCESS);
+          EXPECT_TRUE(flag != 0 && got == &values[t]);
+          const std::string name = "thread " + std::to_string(t);
+          EXPECT_EQ(rma_win_set_name(win, name.c_str()), RMA_SUCCESS);
+          char back[RMA_MAX_OBJECT_NAME];
+          int len = 0;
+          EXPECT_EQ(rma_win_get_name(win, back, &len), RMA_SUCCESS);
+          EXPECT_EQ(std::strncmp(back, "thread ", 7), 0) << back;
+          const double one = 1;
+          EXPECT_EQ(rma_accumulate(&one, 1, RMA_DOUBLE, (rank + i) % n, t, 1, RMA_DOUBLE, RMA_SUM, win), RMA_SUCCESS);
+          if (i % 50 == 49) { EXPECT_EQ(rma_win_flush_all(win), RMA_SUCCESS); }
+          if (i % 2 == 1) { EXPECT_EQ(rma_win_delete_attr(win, keyvals[static_cast<std::size_t>(t)]), RMA_SUCCESS); }
+        }
+        rma::api::testing::share_context(nullptr);
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+    ASSERT_EQ(rma_barrier(RMA_COMM_WORLD), RMA_SUCCESS);
+    ASSERT_EQ(rma_win_sync(win), RMA_SUCCESS);
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(base[t], 1.0 * kRounds) << t;  // every rank added kRounds / n
+    ASSERT_EQ(rma_barrier(RMA_COMM_WORLD), RMA_SUCCESS);
+    ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+    for (int& k : keyvals) ASSERT_EQ(rma_win_free_keyval(&k), RMA_SUCCESS);
+  });
 }
 
 // The engine on its own, as a layer driving one manager from many threads

@@ -58,7 +58,8 @@ else
   # shellcheck disable=SC2086
   "$cxx" $flags -I"$root/dpdk" -I"$root/include" -I"$root/engine" "$here/rc_state_fuzz.cpp" $wire \
     "$root/dpdk/wire/pcap_writer.cpp" "$root/dpdk/rc/types.cpp" "$root/dpdk/rc/engine.cpp" \
-    "$root/dpdk/rc/qp.cpp" "$root/dpdk/rc/responder.cpp" "$root/engine/status.cpp" \
+    "$root/dpdk/rc/qp.cpp" "$root/dpdk/rc/requester.cpp" "$root/dpdk/rc/completer.cpp" \
+    "$root/dpdk/rc/responder.cpp" "$root/engine/status.cpp" \
     "$root/engine/provider_checks.cpp" "$root/engine/contract.cpp" "$root/engine/swkit/secure_random.cpp" \
     -lisal -o "$out/rc_state_fuzz"
   # Seeds: committed programs (fuzz/corpus/rc_state: register, post, deliver, inject ...).

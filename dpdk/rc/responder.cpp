@@ -12,7 +12,6 @@ namespace rma::roce::rc {
 
 namespace {
 using RoceOp = ::rma::roce::Opcode;
-std::uint32_t psn_diff(std::uint32_t a, std::uint32_t b) noexcept { return (a - b) & kPsnMask; }
 bool psn_in(std::uint32_t psn, std::uint32_t first, std::uint32_t last) noexcept {
   return psn_compare(psn, first) >= 0 && psn_compare(psn, last) <= 0;
 }

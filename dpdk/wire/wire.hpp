@@ -183,6 +183,8 @@ std::uint32_t compute_icrc(std::span<const std::uint8_t> frame_without_icrc) noe
 // 24-bit PSN arithmetic.
 constexpr std::uint32_t kPsnMask = 0xFFFFFF;
 constexpr std::uint32_t psn_add(std::uint32_t psn, std::uint32_t n) noexcept { return (psn + n) & kPsnMask; }
+// How far a is past b, modulo 2^24.
+constexpr std::uint32_t psn_diff(std::uint32_t a, std::uint32_t b) noexcept { return (a - b) & kPsnMask; }
 // >0 when a is after b, <0 before, 0 equal; window +-2^23.
 constexpr std::int32_t psn_compare(std::uint32_t a, std::uint32_t b) noexcept {
   return static_cast<std::int32_t>((a - b) << 8);

@@ -1,0 +1,345 @@
+// RcQp completer: ACKs, NAKs and RNR NAKs, READ responses and atomic
+// acknowledgements; completions of the send and receive queues; the
+// retransmission and RNR timers; the error state.
+#include <algorithm>
+#include <cstring>
+
+#include "rc/qp.hpp"
+#include "rc/verb_ops.hpp"
+
+namespace rma::roce::rc {
+
+namespace {
+using RoceOp = ::rma::roce::Opcode;
+}  // namespace
+
+bool RcQp::outstanding() const noexcept { return sq_comp_ < sq_assigned_; }
+
+void RcQp::complete_send(std::uint64_t seq, WcStatus status, std::uint32_t byte_len,
+                         std::uint32_t vendor_err) noexcept {
+  const SendWqe& w = sq(seq);
+  if (status == WcStatus::kSuccess && (w.flags & kWrSignaled) == 0) return;
+  CqEntry e;
+  e.wc.wr_id = w.wr_id;
+  e.wc.status = status;
+  e.wc.opcode = completion_opcode(w.opcode);
+  e.wc.byte_len = status == WcStatus::kSuccess ? byte_len : 0;
+  e.wc.qp_num = qpn_;
+  e.wc.vendor_err = vendor_err;
+  e.send_queue = true;
+  e.seq = seq;
+  if (!send_cq_->push(e)) cq_lost_ = true;
+}
+
+void RcQp::complete_recv(WcStatus status, VerbOp opcode, std::uint32_t byte_len, bool has_imm,
+                         std::uint32_t imm, std::uint32_t vendor_err) noexcept {
+  const std::uint64_t seq = rq_next_++;
+  CqEntry e;
+  e.wc.wr_id = rq_[seq % max_recv_wr_].wr_id;
+  e.wc.status = status;
+  e.wc.opcode = opcode;
+  e.wc.has_imm = has_imm;
+  e.wc.imm_data = has_imm ? imm : 0;
+  e.wc.byte_len = byte_len;
+  e.wc.qp_num = qpn_;
+  e.wc.vendor_err = vendor_err;
+  e.send_queue = false;
+  e.seq = seq;
+  if (!recv_cq_->push(e)) cq_lost_ = true;
+}
+
+void RcQp::fail_head(WcStatus status, std::uint32_t vendor_err) noexcept {
+  if (sq_comp_ < sq_tail_) {
+    complete_send(sq_comp_, status, 0, vendor_err);
+    ++sq_comp_;
+  }
+  enter_error();
+}
+
+void RcQp::check_head_local_error() noexcept {
+  if (state() != QpState::kRts) return;
+  // A request that failed its local check, once it is the oldest and
+  // nothing sent before it (or of it) is still unacknowledged.
+  if (sq_comp_ < sq_tail_ && sq(sq_comp_).vendor_err != kVeNone &&
+      (sq_comp_ == sq_assigned_ || (sq_comp_ == sq_send_ && comp_psn_ == req_psn_))) {
+    fail_head(WcStatus::kLocProtErr, sq(sq_comp_).vendor_err);
+  }
+}
+
+void RcQp::enter_error() noexcept {
+  state_.store(QpState::kError, std::memory_order_relaxed);
+  timer_armed_ = false;
+  rnr_waiting_ = false;
+  // Every request not completed and every receive not consumed completes
+  // with WR_FLUSH_ERR, signaled or not.
+  while (sq_comp_ < sq_tail_) {
+    complete_send(sq_comp_, WcStatus::kWrFlushErr, 0, kVeFlushed);
+    ++sq_comp_;
+  }
+  sq_send_ = sq_assigned_ = sq_tail_;
+  rd_atomic_outstanding_ = 0;
+  while (rq_next_ < rq_tail_) complete_recv(WcStatus::kWrFlushErr, VerbOp::kRecv, 0, false, 0, kVeFlushed);
+  for (Resource& r : res_) r.pending = false;
+  ack_pending_ = false;
+  in_msg_ = InMsg::kNone;
+}
+
+void RcQp::progress_made() noexcept {
+  retries_left_ = retry_cnt_;
+  rnr_left_ = rnr_retry_;
+  fast_retried_ = false;
+  timer_armed_ = false;
+  if (outstanding()) arm_timer();
+  catch_up();
+  check_head_local_error();
+}
+
+bool RcQp::ack_through(std::uint32_t psn) noexcept {
+  bool ok = true;
+  bool progressed = false;
+  while (sq_comp_ < sq_assigned_) {
+    SendWqe& w = sq(sq_comp_);
+    if (psn_compare(w.last_psn, psn) <= 0) {
+      if (is_rd_atomic(w.opcode)) {  // acknowledged past, but its answer is missing
+        ok = false;
+        break;
+      }
+      comp_psn_ = psn_add(w.last_psn, 1);
+      complete_send(sq_comp_, WcStatus::kSuccess, w.length, kVeNone);
+      ++sq_comp_;
+      progressed = true;
+    } else {
+      if (!is_rd_atomic(w.opcode) && psn_compare(psn, comp_psn_) >= 0) {
+        comp_psn_ = psn_add(psn, 1);
+        progressed = true;
+      }
+      break;
+    }
+  }
+  if (progressed) progress_made();
+  return ok;
+}
+
+void RcQp::fast_retry() noexcept {
+  // Once per position (and once more after each timeout): the local ACK
+  // timer covers the rest. Only timeouts spend retry_cnt, so a peer that
+  // answers, however lossily, is never given up on, one that is silent is
+  // after retry_cnt timeouts, and fast retries stay bounded by timeouts.
+  if (fast_retried_ || !outstanding()) return;
+  fast_retried_ = true;
+  ++ctr_.fast_retries;
+  rewind_to_comp();
+  timer_armed_ = false;
+  arm_timer();
+}
+
+void RcQp::retry_after_timeout() noexcept {
+  ++ctr_.retry_timeouts;
+  if (retries_left_ == 0) {
+    fail_head(WcStatus::kRetryExcErr, kVeRetryExceeded);
+    return;
+  }
+  --retries_left_;
+  fast_retried_ = false;
+  rewind_to_comp();
+}
+
+void RcQp::run_timers(Clock::time_point now) noexcept {
+  if (state() != QpState::kRts) return;
+  if (rnr_waiting_) {
+    if (now < rnr_deadline_) return;
+    rnr_waiting_ = false;
+    rewind_to_comp();
+    timer_armed_ = false;
+    return;
+  }
+  if (timer_armed_ && now >= timer_deadline_) {
+    timer_armed_ = false;
+    if (outstanding()) retry_after_timeout();
+  }
+}
+
+void RcQp::receive(const Packet& pkt, std::size_t frame_len) noexcept {
+  ++ctr_.rx_frames;
+  ctr_.rx_bytes += frame_len;
+  if (opcode_traits(pkt.h.opcode).is_request) {
+    on_request(pkt);
+  } else {
+    on_response(pkt);
+  }
+}
+
+void RcQp::on_response(const Packet& pkt) noexcept {
+  if (state() != QpState::kRts) {
+    ++ctr_.dropped_state;
+    return;
+  }
+  const std::uint32_t psn = pkt.h.psn;
+  const auto op = static_cast<RoceOp>(pkt.h.opcode);
+  // Responses only ever name PSNs we sent: [comp_psn_ - 1, sent_psn_).
+  if (psn_compare(psn, sent_psn_) >= 0) {
+    ++ctr_.bad_responses;
+    return;
+  }
+  const std::uint32_t before = psn_add(psn, kPsnMask);  // psn - 1
+
+  if (op == RoceOp::kAcknowledge) {
+    ++ctr_.acks_received;
+    const std::uint8_t syn = pkt.h.aeth_syndrome;
+    switch (syndrome_type(syn)) {
+      case AckType::kAck:
+        if (psn_compare(psn, comp_psn_) < 0) {
+          ++ctr_.duplicate_responses;
+          return;
+        }
+        if (!ack_through(psn)) fast_retry();
+        return;
+      case AckType::kRnrNak: {
+        ++ctr_.rnr_naks_received;
+        if (psn_compare(psn, comp_psn_) < 0 || rnr_waiting_) {
+          ++ctr_.duplicate_responses;
+          return;
+        }
+        if (psn != comp_psn_ && !ack_through(before)) {
+          fast_retry();
+          return;
+        }
+        if (psn != comp_psn_ || !outstanding()) return;
+        if (rnr_retry_ != 7) {
+          if (rnr_left_ == 0) {
+            fail_head(WcStatus::kRnrRetryExcErr, kVeRnrExceeded);
+            return;
+          }
+          --rnr_left_;
+        }
+        rnr_waiting_ = true;
+        rnr_deadline_ = engine_.now() + rnr_interval(syndrome_value(syn));
+        timer_armed_ = false;
+        return;
+      }
+      case AckType::kNak: {
+        const std::uint8_t code = syndrome_value(syn);
+        if (code < 5) ++ctr_.naks_received[code];
+        if (psn_compare(psn, comp_psn_) < 0) {
+          ++ctr_.duplicate_responses;
+          return;
+        }
+        if (psn != comp_psn_ && !ack_through(before)) {
+          fast_retry();
+          return;
+        }
+        if (code == kNakPsnSequenceError) {
+          if (!rnr_waiting_) fast_retry();
+          return;
+        }
+        if (psn != comp_psn_ || !outstanding()) return;
+        switch (code) {
+          case kNakInvalidRequest: fail_head(WcStatus::kRemInvReqErr, kVeNakInvalidRequest); break;
+          case kNakRemoteAccessError: fail_head(WcStatus::kRemAccessErr, kVeNakRemoteAccess); break;
+          default: fail_head(WcStatus::kRemOpErr, kVeNakRemoteOp); break;
+        }
+        return;
+      }
+      default:
+        ++ctr_.bad_responses;
+        return;
+    }
+  }
+
+  if (psn_compare(psn, comp_psn_) < 0) {
+    ++ctr_.duplicate_responses;
+    return;
+  }
+  if (psn != comp_psn_) {
+    ack_through(before);  // a response implicitly acknowledges earlier requests
+    if (psn != comp_psn_) {
+      fast_retry();  // responses were lost: ask again from comp_psn_
+      return;
+    }
+  }
+  if (!outstanding()) {
+    ++ctr_.bad_responses;
+    return;
+  }
+  SendWqe& w = sq(sq_comp_);
+
+  if (op == RoceOp::kAtomicAcknowledge) {
+    if (!is_atomic(w.opcode) || w.first_psn != psn || syndrome_type(pkt.h.aeth_syndrome) != AckType::kAck) {
+      ++ctr_.bad_responses;
+      return;
+    }
+    ++ctr_.acks_received;
+    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, send_sgl(sq_comp_), 8, Access::kLocalWrite);
+    if (ve != kVeNone) {  // deregistered or unmapped since the post
+      fail_head(WcStatus::kLocProtErr, ve);
+      return;
+    }
+    const std::uint64_t orig = pkt.h.atomic_ack_orig;
+    std::uint8_t bytes[8];
+    std::memcpy(bytes, &orig, 8);
+    copy_to_sgl(send_sgl(sq_comp_), 0, bytes, 8);
+    w.done = true;
+    --rd_atomic_outstanding_;
+    comp_psn_ = psn_add(psn, 1);
+    complete_send(sq_comp_, WcStatus::kSuccess, 8, kVeNone);
+    ++sq_comp_;
+    progress_made();
+    return;
+  }
+
+  // READ response.
+  if (w.opcode != VerbOp::kRdmaRead) {
+    ++ctr_.bad_responses;
+    return;
+  }
+  const std::uint32_t idx = psn_diff(psn, w.first_psn);
+  // Responses are numbered within the READ request they answer: one per
+  // chunk of max_read_request_packets (send_request_packet).
+  const std::uint32_t chunk = engine_.options().max_read_request_packets;
+  const std::uint32_t in_chunk = idx % chunk;
+  const std::uint32_t chunk_pkts = std::min(chunk, w.npkts - (idx - in_chunk));
+  RoceOp expected;
+  if (chunk_pkts == 1) {
+    expected = RoceOp::kReadResponseOnly;
+  } else if (in_chunk == 0) {
+    expected = RoceOp::kReadResponseFirst;
+  } else if (in_chunk + 1 == chunk_pkts) {
+    expected = RoceOp::kReadResponseLast;
+  } else {
+    expected = RoceOp::kReadResponseMiddle;
+  }
+  if (op != expected) {
+    ++ctr_.bad_responses;
+    return;
+  }
+  if (op != RoceOp::kReadResponseMiddle && syndrome_type(pkt.h.aeth_syndrome) != AckType::kAck) {
+    ++ctr_.bad_responses;
+    return;
+  }
+  const std::uint64_t off = std::uint64_t{idx} * mtu_;
+  const std::uint64_t want = std::min<std::uint64_t>(mtu_, w.length - std::min<std::uint64_t>(off, w.length));
+  if (pkt.payload.size() != want) {
+    ++ctr_.bad_responses;
+    return;
+  }
+  if (want > 0) {
+    // The local buffer was checked at post; since then its region may have
+    // been deregistered or its memory unmapped: check again before writing.
+    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, send_sgl(sq_comp_), off + want, Access::kLocalWrite);
+    if (ve != kVeNone) {
+      fail_head(WcStatus::kLocProtErr, ve);
+      return;
+    }
+    copy_to_sgl(send_sgl(sq_comp_), off, pkt.payload.data(), want);
+  }
+  comp_psn_ = psn_add(psn, 1);
+  if (psn == w.last_psn) {
+    w.done = true;
+    --rd_atomic_outstanding_;
+    complete_send(sq_comp_, WcStatus::kSuccess, w.length, kVeNone);
+    ++sq_comp_;
+  }
+  progress_made();
+}
+
+}  // namespace rma::roce::rc

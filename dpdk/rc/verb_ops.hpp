@@ -1,0 +1,32 @@
+// Small facts about verbs operations that the requester, the completer and
+// the posting code of RcQp share.
+#pragma once
+
+#include <cstdint>
+
+#include "rc/types.hpp"
+
+namespace rma::roce::rc {
+
+// READs and atomics: they take a responder resource and a read/atomic credit.
+inline bool is_rd_atomic(VerbOp op) noexcept {
+  return op == VerbOp::kRdmaRead || op == VerbOp::kAtomicFetchAdd || op == VerbOp::kAtomicCmpSwap;
+}
+inline bool is_atomic(VerbOp op) noexcept {
+  return op == VerbOp::kAtomicFetchAdd || op == VerbOp::kAtomicCmpSwap;
+}
+// Request packets of a message of `len` bytes at path MTU `mtu`.
+inline std::uint32_t packets_for(std::uint32_t len, std::uint32_t mtu) noexcept {
+  return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+// The opcode a completion reports for a posted operation (ibv_wc_opcode
+// has no _WITH_IMM forms for the requester).
+inline VerbOp completion_opcode(VerbOp op) noexcept {
+  switch (op) {
+    case VerbOp::kRdmaWriteWithImm: return VerbOp::kRdmaWrite;
+    case VerbOp::kSendWithImm: return VerbOp::kSend;
+    default: return op;
+  }
+}
+
+}  // namespace rma::roce::rc

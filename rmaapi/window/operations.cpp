@@ -145,6 +145,24 @@ Status check_span(const TypeLayout& type, int count, const char* count_name, con
 Status resolve_target(rma_win_s* win, const char* call, int target, rma_Aint disp, int count,
                       const TypeLayout& tl, rma_Datatype ttype, Target& out);
 
+// Where a target range lands in a window: the one check of the fast paths
+// and the checked path (which adds the messages). The range is
+// [disp * disp_unit + lo, disp * disp_unit + hi) for a footprint [lo, hi);
+// kInside when it is within [0, size).
+enum class Placement { kInside, kDispOverflow, kExtentOverflow, kOutside };
+struct PlacedRange {
+  std::int64_t off = 0, lo = 0, hi = 0;
+};
+Placement place(PlacedRange& r, std::int64_t disp_unit, std::uint64_t size, rma_Aint disp, std::int64_t lo,
+                std::int64_t hi) noexcept {
+  if (__builtin_mul_overflow(static_cast<std::int64_t>(disp), disp_unit, &r.off)) return Placement::kDispOverflow;
+  if (__builtin_add_overflow(r.off, lo, &r.lo) || __builtin_add_overflow(r.off, hi, &r.hi)) {
+    return Placement::kExtentOverflow;
+  }
+  if (r.lo < 0 || static_cast<std::uint64_t>(r.hi) > size) return Placement::kOutside;
+  return Placement::kInside;
+}
+
 Status read_remote_table(rma_win_s* win, int target);
 
 }  // namespace
@@ -218,17 +236,17 @@ Status resolve_target(rma_win_s* win, const char* call, int target, rma_Aint dis
   const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
   const Footprint fp = footprint(tl, count);
   const bool dynamic = win->flavor == RMA_WIN_FLAVOR_DYNAMIC;
-  std::int64_t off = 0;
-  if (!dynamic && __builtin_mul_overflow(static_cast<std::int64_t>(disp),
-                                         static_cast<std::int64_t>(p.disp_unit), &off)) {
+  PlacedRange r;
+  const Placement where = place(r, dynamic ? 1 : p.disp_unit, dynamic ? ~std::uint64_t{0} : p.size, disp,
+                                fp.lo, fp.hi);
+  if (where == Placement::kDispOverflow) {
     return class_error(RMA_ERR_RMA_RANGE, "target_disp " + std::to_string(disp) + " x disp_unit " +
                                               std::to_string(p.disp_unit) + " overflows");
   }
-  if (dynamic) off = static_cast<std::int64_t>(disp);
-  std::int64_t lo = 0, hi = 0;
-  if (__builtin_add_overflow(off, fp.lo, &lo) || __builtin_add_overflow(off, fp.hi, &hi)) {
+  if (where == Placement::kExtentOverflow) {
     return class_error(RMA_ERR_RMA_RANGE, "target_disp " + std::to_string(disp) + " overflows with the datatype's extent");
   }
+  const std::int64_t off = r.off, lo = r.lo, hi = r.hi;
   auto describe = [&]() {
     return std::string(call) + " to rank " + std::to_string(target) + ": target range [" +
            std::to_string(lo) + ", " + std::to_string(hi) + ") (target_disp " +
@@ -236,7 +254,7 @@ Status resolve_target(rma_win_s* win, const char* call, int target, rma_Aint dis
            ", " + std::to_string(count) + " x " + type_name(ttype) + ")";
   };
   if (!dynamic) {
-    if (lo < 0 || static_cast<std::uint64_t>(hi) > p.size) {
+    if (where == Placement::kOutside) {
       return class_error(RMA_ERR_RMA_RANGE, describe() + " is outside the window of rank " +
                                                 std::to_string(target) + ", which is " +
                                                 std::to_string(p.size) + " bytes");
@@ -880,13 +898,12 @@ bool fast_target(rma_win_s* win, int target, rma_Aint disp, std::uint64_t bytes,
     return false;
   }
   const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
-  std::uint64_t off = 0;
-  if (disp < 0 || __builtin_mul_overflow(static_cast<std::uint64_t>(disp),
-                                         static_cast<std::uint64_t>(p.disp_unit), &off)) {
+  PlacedRange r;
+  if (bytes > static_cast<std::uint64_t>(INT64_MAX) ||
+      place(r, p.disp_unit, p.size, disp, 0, static_cast<std::int64_t>(bytes)) != Placement::kInside) {
     return false;
   }
-  if (off > p.size || bytes > p.size - off) return false;
-  t.base = p.base + off;
+  t.base = p.base + static_cast<std::uint64_t>(r.off);
   t.rkey = p.rkey;
   return true;
 }

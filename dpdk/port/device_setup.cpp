@@ -1,0 +1,223 @@
+// DpdkPort: creating the device of each port kind (ring pair, PCI probe,
+// memif / af_packet / tap vdevs) and configuring it (queues, MAC, start,
+// the memif link wait).
+#include <net/if.h>
+
+#include <rte_bus_vdev.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ether.h>
+#include <rte_lcore.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "port/dpdk_port.hpp"
+#include "port/memif_gate.hpp"
+#include "rma/log.hpp"
+
+namespace rma::roce::port {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+Status DpdkPort::open() {
+  std::lock_guard lock(control_mutex());
+  RMA_RETURN_IF_ERROR(create_device());
+  RMA_RETURN_IF_ERROR(configure());
+  return Status();
+}
+
+Status DpdkPort::create_device() {
+  const unsigned seq = next_object_seq();
+  if (spec_.kind == PortKind::kRing) {
+    RMA_ASSIGN_OR_RETURN(pool_, make_pool(kPoolSize));
+    std::lock_guard lock(ring_mutex());
+    auto& reg = ring_registry();
+    auto it = reg.find(spec_.name);
+    std::shared_ptr<RingPair> pair = it == reg.end() ? nullptr : it->second.lock();
+    if (pair && pair->ends >= 2) {
+      return already_exists("ring:" + spec_.name + " already has both ends open");
+    }
+    if (!pair) {
+      pair = std::make_shared<RingPair>();
+      pair->name = spec_.name;
+      for (int d = 0; d < 2; ++d) {
+        const std::string rn = "rma_rg" + std::to_string(seq) + (d == 0 ? "ab" : "ba");
+        pair->dir[d] = rte_ring_create(rn.c_str(), kRingSize, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+        if (pair->dir[d] == nullptr) {
+          return resource_exhausted("ring:" + spec_.name + ": rte_ring_create failed: " + rte_err(rte_errno));
+        }
+      }
+      reg[spec_.name] = pair;
+    }
+    ring_end_ = pair->ends;
+    rte_ring* rx = pair->dir[1 - ring_end_];
+    rte_ring* tx = pair->dir[ring_end_];
+    const std::string dev = "rma" + std::to_string(seq);
+    int pid = rte_eth_from_rings(dev.c_str(), &rx, 1, &tx, 1, SOCKET_ID_ANY);
+    if (pid < 0) {
+      return io_error("ring:" + spec_.name + ": rte_eth_from_rings failed: " + rte_err(rte_errno), 0);
+    }
+    vdev_name_ = "net_ring_" + dev;
+    port_id_ = static_cast<std::uint16_t>(pid);
+    have_port_ = true;
+    pair->pools[ring_end_] = pool_;
+    pair->ends++;
+    ring_ = std::move(pair);
+    info_.max_frame = kDataRoom;
+    return Status();
+  }
+
+  if (spec_.kind == PortKind::kPci) {
+    RMA_ASSIGN_OR_RETURN(pool_, make_pool(kPoolSizePci));
+    std::uint16_t pid = 0;
+    if (rte_eth_dev_get_port_by_name(spec_.name.c_str(), &pid) != 0) {
+      int rc = rte_dev_probe(spec_.name.c_str());
+      if (rc < 0) {
+        return not_found("pci:" + spec_.name + ": no such device for DPDK (rte_dev_probe: " + rte_err(rc) +
+                         "). The device must exist, be bound to vfio-pci/uio (or a bifurcated driver such as "
+                         "mlx5) and the EAL must scan PCI: the default EAL arguments include --no-pci; set "
+                         "RMA_SOFTROCE_EAL_ARGS, e.g. '-a " + spec_.name + " -l 0 --in-memory'");
+      }
+      if (rte_eth_dev_get_port_by_name(spec_.name.c_str(), &pid) != 0) {
+        return not_found("pci:" + spec_.name + ": the device was probed but has no ethdev port with that name");
+      }
+      rte_eth_dev_info di{};
+      if (rte_eth_dev_info_get(pid, &di) == 0) probed_dev_ = di.device;
+    }
+    port_id_ = pid;
+    have_port_ = true;
+    return Status();
+  }
+
+  std::string args;
+  if (spec_.kind == PortKind::kMemif) {
+    vdev_name_ = "net_memif" + std::to_string(seq);
+    std::string sock = spec_.name[0] == '/' ? spec_.name : "/" + spec_.name;
+    args = std::string("role=") + (spec_.memif_server ? "server" : "client") + ",socket=" + sock +
+           ",socket-abstract=yes,id=0,rsize=" + std::to_string(spec_.memif_rsize) +
+           ",bsize=" + std::to_string(spec_.memif_bsize);
+    // One descriptor per frame: memif 22.11 tx splits a frame chained over
+    // several descriptors into pieces when its ring fills mid-frame (measured
+    // with rma_frame_pump: 4154 B frames over 2048 B buffers arrived as
+    // 2048 B + 2106 B fragments), so frames never exceed one buffer.
+    info_.max_frame = std::min(kDataRoom, spec_.memif_bsize);
+  } else if (spec_.kind == PortKind::kAfPacket) {
+    if (if_nametoindex(spec_.name.c_str()) == 0) {
+      return not_found("af_packet:" + spec_.name + ": no network interface of that name in this network namespace");
+    }
+    vdev_name_ = "net_af_packet" + std::to_string(seq);
+    args = "iface=" + spec_.name + ",qpairs=1,blocksz=" + std::to_string(spec_.blocksz) +
+           ",framesz=" + std::to_string(spec_.framesz) + ",framecnt=" + std::to_string(spec_.framecnt);
+    // The kernel puts the frame 66 bytes into a TPACKET_V2 slot (80 with alignment slack).
+    std::uint32_t mf = std::min<std::uint32_t>(kDataRoom, spec_.framesz - 80);
+    int mtu = iface_mtu(spec_.name);
+    if (mtu > 0) mf = std::min<std::uint32_t>(mf, static_cast<std::uint32_t>(mtu) + RTE_ETHER_HDR_LEN);
+    info_.max_frame = mf;
+  } else {  // tap
+    vdev_name_ = "net_tap" + std::to_string(seq);
+    args = "iface=" + spec_.name;
+    info_.max_frame = 1504 + RTE_ETHER_HDR_LEN;  // the tap PMD caps MTU at 1504 and drops larger tx
+  }
+  RMA_ASSIGN_OR_RETURN(pool_, make_pool(kPoolSize));
+  int rc = rte_vdev_init(vdev_name_.c_str(), args.c_str());
+  if (rc < 0) {
+    std::string hint;
+    if (spec_.kind == PortKind::kMemif) hint = " (is another memif " + std::string(spec_.memif_server ? "server" : "client") + " using this socket name?)";
+    if (spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kTap) hint = " (needs root or CAP_NET_RAW/CAP_NET_ADMIN)";
+    std::string name = vdev_name_;
+    vdev_name_.clear();  // nothing to uninit
+    return io_error(info_.name + ": rte_vdev_init(" + name + ", \"" + args + "\") failed: " + rte_err(rc) + hint, 0);
+  }
+  std::uint16_t pid = 0;
+  if (rte_eth_dev_get_port_by_name(vdev_name_.c_str(), &pid) != 0) {
+    return internal_error(info_.name + ": vdev " + vdev_name_ + " created but has no ethdev port");
+  }
+  port_id_ = pid;
+  have_port_ = true;
+  return Status();
+}
+
+Status DpdkPort::configure() {
+  const std::string& n = info_.name;
+  rte_eth_dev_info dev_info{};
+  int rc = rte_eth_dev_info_get(port_id_, &dev_info);
+  if (rc != 0) return io_error(n + ": rte_eth_dev_info_get failed: " + rte_err(rc), 0);
+  rte_eth_conf conf{};
+  if (spec_.kind == PortKind::kPci) {
+    // A real NIC: the largest MTU it and our mbufs allow.
+    std::uint32_t mtu = std::min<std::uint32_t>(dev_info.max_mtu, kDataRoom - RTE_ETHER_HDR_LEN - 4);
+    conf.rxmode.mtu = mtu;
+    info_.max_frame = mtu + RTE_ETHER_HDR_LEN;
+  } else {
+    // memif, af_packet and tap report max_rx_pktlen 1518: ethdev refuses a
+    // larger MTU although memif and af_packet carry jumbo frames (dpdk.md).
+    conf.rxmode.mtu = std::min<std::uint32_t>(RTE_ETHER_MTU, dev_info.max_mtu);
+  }
+  rc = rte_eth_dev_configure(port_id_, 1, 1, &conf);
+  if (rc != 0) return io_error(n + ": rte_eth_dev_configure failed: " + rte_err(rc), 0);
+  std::uint16_t nrx = kDesc, ntx = kDesc;
+  (void)rte_eth_dev_adjust_nb_rx_tx_desc(port_id_, &nrx, &ntx);
+  const int socket = rte_eth_dev_socket_id(port_id_) < 0 ? static_cast<int>(rte_socket_id()) : rte_eth_dev_socket_id(port_id_);
+  rc = rte_eth_rx_queue_setup(port_id_, 0, nrx, static_cast<unsigned>(socket), nullptr, pool_->mp);
+  if (rc != 0) return io_error(n + ": rte_eth_rx_queue_setup failed: " + rte_err(rc), 0);
+  rc = rte_eth_tx_queue_setup(port_id_, 0, ntx, static_cast<unsigned>(socket), nullptr);
+  if (rc != 0) return io_error(n + ": rte_eth_tx_queue_setup failed: " + rte_err(rc), 0);
+
+  rte_ether_addr addr{};
+  if (spec_.mac) {
+    std::memcpy(addr.addr_bytes, spec_.mac->data(), 6);
+    rc = rte_eth_dev_default_mac_addr_set(port_id_, &addr);
+    if (rc != 0) RMA_LOG_DEBUG("softroce: %s: PMD did not take MAC from the spec (%d); using it anyway", n.c_str(), rc);
+  } else {
+    (void)rte_eth_macaddr_get(port_id_, &addr);
+    if (rte_is_zero_ether_addr(&addr)) {
+      rte_eth_random_addr(addr.addr_bytes);
+      (void)rte_eth_dev_default_mac_addr_set(port_id_, &addr);
+    }
+  }
+  std::memcpy(info_.mac.data(), addr.addr_bytes, 6);
+  (void)rte_eth_promiscuous_enable(port_id_);  // frames for a MAC the PMD does not know
+
+  // A memif client cannot start while no server listens on the socket:
+  // retry until the link wait runs out, so either side may start first.
+  if (spec_.kind == PortKind::kMemif) {
+    RMA_RETURN_IF_ERROR(MemifGate::instance().add_user().with_context(n));
+    gated_ = true;
+  }
+  const auto deadline = Clock::now() + std::chrono::milliseconds(spec_.link_wait_ms);
+  const bool retry = spec_.kind == PortKind::kMemif && !spec_.memif_server;
+  while ((rc = rte_eth_dev_start(port_id_)) != 0 && retry && Clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  if (rc != 0 && retry) {
+    return timeout_error(n + ": memif client could not connect within " + std::to_string(spec_.link_wait_ms) +
+                         " ms (no server listening on abstract socket '" + spec_.name + "'; last error " +
+                         rte_err(rc) + ")");
+  }
+  if (rc != 0) return io_error(n + ": rte_eth_dev_start failed: " + rte_err(rc), 0);
+  started_ = true;
+  scratch_.resize(kDataRoom);
+
+  if (spec_.kind != PortKind::kMemif) {
+    state_ = PortState::kUp;
+    return Status();
+  }
+  if (spec_.link_wait_ms == 0) return Status();  // poll() notices link up
+  while (!link_up()) {
+    if (Clock::now() >= deadline) {
+      return timeout_error(n + ": memif link not up within " + std::to_string(spec_.link_wait_ms) + " ms (" +
+                           (spec_.memif_server ? "no client connected" : "no server listening") +
+                           " on abstract socket '" + spec_.name + "'); add ,wait=0 to open without waiting");
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  state_ = PortState::kUp;
+  return Status();
+}
+
+}  // namespace rma::roce::port

@@ -1,0 +1,66 @@
+#include "port/dpdk_objects.hpp"
+
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+
+#include <cstring>
+
+namespace rma::roce::port {
+
+std::string rte_err(int err) {
+  if (err < 0) err = -err;
+  return std::string(rte_strerror(err)) + " (" + std::to_string(err) + ")";
+}
+
+unsigned next_object_seq() noexcept {
+  static std::atomic<unsigned> seq{0};
+  return seq.fetch_add(1);
+}
+
+std::mutex& control_mutex() noexcept {
+  static std::mutex m;
+  return m;
+}
+
+std::atomic<unsigned>& open_link_count() noexcept {
+  static std::atomic<unsigned> n{0};
+  return n;
+}
+
+Result<std::shared_ptr<Mempool>> make_pool(unsigned n) {
+  const std::string name = "rma_mp" + std::to_string(next_object_seq());
+  rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), n, kPoolCache, 0,
+                                            RTE_PKTMBUF_HEADROOM + kDataRoom, SOCKET_ID_ANY);
+  if (mp == nullptr) {
+    return resource_exhausted("cannot create mbuf pool of " + std::to_string(n) + " x " +
+                              std::to_string(kDataRoom) + " B: " + rte_err(rte_errno) +
+                              "; give the EAL more memory (-m in RMA_SOFTROCE_EAL_ARGS)");
+  }
+  return std::make_shared<Mempool>(mp);
+}
+
+std::mutex& ring_mutex() noexcept {
+  static std::mutex m;
+  return m;
+}
+
+std::map<std::string, std::weak_ptr<RingPair>>& ring_registry() {
+  static auto* m = new std::map<std::string, std::weak_ptr<RingPair>>;
+  return *m;
+}
+
+int iface_mtu(const std::string& ifname) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return -1;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  int mtu = ioctl(fd, SIOCGIFMTU, &ifr) == 0 ? ifr.ifr_mtu : -1;
+  ::close(fd);
+  return mtu;
+}
+
+}  // namespace rma::roce::port

@@ -1,0 +1,100 @@
+// DpdkPort: a DPDK ethdev (ring, memif, af_packet, tap, PCI) as a
+// PortLink. Private to dpdk/port; open_port() (port.hpp) makes one.
+//   dpdk_port.cpp      the data path (transmit, poll) and teardown
+//   device_setup.cpp   creating and configuring the device of each kind
+//   port_control.cpp   control frames and the memif FIN/FIN-ACK close
+// Every rte_* object is owned by the DpdkPort (or, for ring pairs, by the
+// RingPair both ends share) and released in reverse order of creation by
+// close(), which the destructor calls; open_port builds the DpdkPort first
+// and fills it step by step, so an error half-way releases what exists.
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "port/dpdk_objects.hpp"
+#include "port/port_link.hpp"
+#include "port/spec.hpp"
+
+namespace rma::roce::port {
+
+constexpr std::uint16_t kDesc = 1024;  // rx/tx descriptors asked for
+constexpr std::size_t kBurst = 32;
+
+class DpdkPort final : public PortLink {
+ public:
+  explicit DpdkPort(PortSpec spec) : spec_(std::move(spec)) {
+    info_.name = spec_.canonical();
+    info_.ipv4 = spec_.ipv4;
+    open_link_count().fetch_add(1);
+  }
+  ~DpdkPort() override {
+    (void)close();
+    open_link_count().fetch_sub(1);
+  }
+
+  Status open();
+
+  std::size_t transmit(std::span<const TxFrame> frames) noexcept override;
+  std::size_t poll(FrameSink& sink, std::size_t max) noexcept override;
+  const LinkInfo& info() const noexcept override { return info_; }
+  LinkCounters counters() const noexcept override { return c_.link; }
+  PortState state() const noexcept override { return state_; }
+  bool link_up() const noexcept override {
+    if (!started_) return false;
+    rte_eth_link l{};
+    return rte_eth_link_get_nowait(port_id_, &l) == 0 && l.link_status == RTE_ETH_LINK_UP;
+  }
+  PortCounters port_counters() const noexcept override { return c_; }
+  void shutdown() noexcept override;
+  Status close() override;
+
+ private:
+  Status create_device();
+  Status configure();
+  bool usable() noexcept;
+  bool send_control(std::uint8_t type, std::chrono::milliseconds budget) noexcept;
+  // Returns the control type if `m` is one of our control frames, else 0.
+  std::uint8_t control_type(const rte_mbuf* m) const noexcept;
+  void handle_control(std::uint8_t type) noexcept;
+  bool wait_link_down(std::chrono::milliseconds budget) noexcept;
+  void teardown() noexcept;
+
+  PortSpec spec_;
+  LinkInfo info_;
+  PortState state_ = PortState::kWaiting;
+  PortCounters c_;
+
+  std::shared_ptr<Mempool> pool_;
+  std::shared_ptr<RingPair> ring_;
+  int ring_end_ = 0;
+  std::string vdev_name_;      // non-empty: rte_vdev_uninit on close
+  rte_device* probed_dev_ = nullptr;  // rte_dev_remove on close
+  std::uint16_t port_id_ = RTE_MAX_ETHPORTS;
+  bool have_port_ = false;
+  bool started_ = false;
+  bool closed_ = false;
+  bool gated_ = false;         // memif: counted as a MemifGate user
+  std::uint32_t link_checks_ = 0;
+
+  // memif shutdown handshake
+  bool closing_ = false;  // shutdown() ran: the port no longer polls nor transmits
+  Status shutdown_status_;  // what the handshake ended with (close() reports it)
+  bool sent_fin_ = false;
+  bool got_fin_ack_ = false;
+  bool passive_ = false;  // answered the peer's FIN: wait for its disconnect
+
+  std::vector<std::uint8_t> scratch_;
+  std::array<rte_mbuf*, kBurst> mbufs_{};
+  std::array<std::uint16_t, kBurst> index_{};
+};
+
+}  // namespace rma::roce::port

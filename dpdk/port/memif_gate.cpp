@@ -1,0 +1,93 @@
+#include "port/memif_gate.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_pause.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "port/dpdk_objects.hpp"
+#include "rma/log.hpp"
+
+namespace rma::roce::port {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+thread_local int MemifGate::t_depth_ = 0;
+
+MemifGate& MemifGate::instance() {
+  static auto* g = new MemifGate;  // lives as long as the EAL (never torn down)
+  return *g;
+}
+
+Status MemifGate::add_user() {
+  std::lock_guard lock(mutex_);
+  if (ih_ == nullptr) {
+    efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd_ < 0) return io_error(std::string("memif gate: eventfd: ") + std::strerror(errno), errno);
+    ih_ = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+    if (ih_ == nullptr || rte_intr_type_set(ih_, RTE_INTR_HANDLE_EXT) != 0 || rte_intr_fd_set(ih_, efd_) != 0) {
+      return internal_error("memif gate: cannot set up an interrupt handle");
+    }
+    const int rc = rte_intr_callback_register(ih_, &MemifGate::park_cb, this);
+    if (rc != 0) return io_error("memif gate: rte_intr_callback_register failed: " + rte_err(rc), 0);
+  }
+  if (users_.fetch_add(1) == 0) arm();
+  return Status();
+}
+
+void MemifGate::remove_user() noexcept {
+  std::lock_guard lock(mutex_);
+  if (users_.fetch_sub(1) == 1) kick();
+}
+
+bool MemifGate::enter_wait(std::chrono::milliseconds budget) noexcept {
+  const auto deadline = Clock::now() + budget;
+  while (!enter()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(50us);
+  }
+  return true;
+}
+
+void MemifGate::arm() noexcept {
+  const std::uint64_t one = 1;
+  if (::write(efd_, &one, sizeof one) < 0) RMA_LOG_WARN("softroce: memif gate: eventfd write failed");
+}
+
+void MemifGate::kick() noexcept {
+  {
+    std::lock_guard lock(park_mutex_);
+    kicked_ = true;
+  }
+  park_cv_.notify_all();
+}
+
+void MemifGate::park_cb(void* arg) { static_cast<MemifGate*>(arg)->park(); }
+
+void MemifGate::park() noexcept {
+  if (users_.load() == 0) {
+    std::uint64_t v;
+    (void)::read(efd_, &v, sizeof v);     // no memif port: let epoll sleep
+    if (users_.load() != 0) arm();        // a port arrived meanwhile: stay armed
+    return;
+  }
+  parks_.fetch_add(1, std::memory_order_relaxed);
+  closed_.store(0, std::memory_order_seq_cst);
+  {
+    std::unique_lock lock(park_mutex_);
+    park_cv_.wait_for(lock, kParkInterval, [this] { return kicked_; });
+    kicked_ = false;
+  }
+  closed_.store(1, std::memory_order_seq_cst);
+  for (unsigned spins = 0; inside_.load(std::memory_order_seq_cst) != 0; ++spins) {
+    if (spins < 1000) rte_pause();
+    else std::this_thread::sleep_for(20us);
+  }
+}
+
+}  // namespace rma::roce::port

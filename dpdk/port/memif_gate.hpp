@@ -1,0 +1,112 @@
+// The memif gate: keeps DPDK 22.11's memif disconnect handler (EAL
+// interrupt thread) from unmapping rings under a running burst. Private to
+// dpdk/port.
+//
+// DPDK 22.11's memif runs its control channel in the EAL interrupt thread.
+// When the peer process dies, that thread reads EOF from the control socket
+// and calls memif_disconnect(), which clears the "connected" flag, then
+// munmap()s the shared regions and frees their descriptors while our thread
+// may be inside rte_eth_rx_burst / rte_eth_tx_burst on those very rings: the
+// burst passed the flag check earlier and now touches unmapped memory
+// (segfault). Nothing in the PMD orders the two threads, so we do: the
+// interrupt thread runs DPDK's handlers only while no memif burst is running.
+//
+// How: an always-readable eventfd registered as an EAL interrupt source makes
+// the interrupt thread call park() on every pass of its event loop. park()
+// opens the gate (bursts allowed), sleeps kParkInterval, closes the gate and
+// waits until every burst in progress has left, then returns, and only then
+// does the interrupt thread go on to the other handlers (memif's among them)
+// before it comes back to park(). So every interrupt handler runs with the
+// gate closed and no burst inside. A burst that finds the gate closed does
+// not wait: poll() delivers nothing and transmit() takes nothing that round.
+// The gate is a Dekker pair of sequentially consistent atomics (the burst
+// side: increment `inside_`, then read `closed_`; the park side: set
+// `closed_`, then read `inside_`), about two atomic operations per poll or
+// transmit call. Interrupt handlers (memif connect / disconnect messages)
+// are delayed by up to kParkInterval. With no memif port open the eventfd is
+// drained and the interrupt thread sleeps in epoll as usual.
+#pragma once
+
+#include <rte_interrupts.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "rma/status.hpp"
+
+namespace rma::roce::port {
+
+class MemifGate {
+ public:
+  static MemifGate& instance();
+
+  // A memif port is about to start: installs the parker once, counts the port.
+  Status add_user();
+  void remove_user() noexcept;
+
+  // Data path: true when a burst may run now; then leave() must follow.
+  // Re-entrant per thread (a frame sink may transmit from inside poll):
+  // a thread already inside stays inside, since the parker waits for it.
+  bool enter() noexcept {
+    if (t_depth_ > 0) {
+      ++t_depth_;
+      return true;
+    }
+    inside_.fetch_add(1, std::memory_order_seq_cst);
+    if (closed_.load(std::memory_order_seq_cst) == 0) {
+      t_depth_ = 1;
+      return true;
+    }
+    inside_.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  void leave() noexcept {
+    if (--t_depth_ == 0) inside_.fetch_sub(1, std::memory_order_release);
+  }
+  // Control path: waits (bounded) until bursts may run; false on timeout.
+  bool enter_wait(std::chrono::milliseconds budget) noexcept;
+  std::uint64_t parks() const noexcept { return parks_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr auto kParkInterval = std::chrono::milliseconds(1);
+
+  void arm() noexcept;
+  void kick() noexcept;
+  // Runs in the EAL interrupt thread (see above).
+  static void park_cb(void* arg);
+  void park() noexcept;
+
+  std::mutex mutex_;
+  int efd_ = -1;
+  rte_intr_handle* ih_ = nullptr;
+  std::atomic<int> users_{0};
+  std::atomic<int> closed_{1};   // 1: the interrupt thread may run handlers; no burst may start
+  std::atomic<int> inside_{0};   // bursts in progress
+  static thread_local int t_depth_;  // this thread's nesting of enter()
+  std::atomic<std::uint64_t> parks_{0};
+  std::mutex park_mutex_;
+  std::condition_variable park_cv_;
+  bool kicked_ = false;
+};
+
+// Holds the gate for one poll / transmit / shutdown step of a memif port.
+class GateHold {
+ public:
+  explicit GateHold(bool memif) noexcept : memif_(memif), held_(!memif || MemifGate::instance().enter()) {}
+  ~GateHold() {
+    if (memif_ && held_) MemifGate::instance().leave();
+  }
+  GateHold(const GateHold&) = delete;
+  GateHold& operator=(const GateHold&) = delete;
+  bool held() const noexcept { return held_; }
+
+ private:
+  bool memif_;
+  bool held_;
+};
+
+}  // namespace rma::roce::port

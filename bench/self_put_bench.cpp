@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "rma/registration_cache.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/registration_cache.hpp"
+#include "rma/sdk/registry.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "rma/config.hpp"
+#include "rma/sdk/config.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -2,7 +2,7 @@
 // libibverbs, and the EndpointAddress byte/hex forms.
 #include <cstdio>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 
 namespace rma {
 

@@ -1,4 +1,4 @@
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "rma/config.hpp"
+#include "rma/sdk/config.hpp"
 
 namespace rma::log {
 namespace {

@@ -1,4 +1,4 @@
-#include "rma/provider_checks.hpp"
+#include "rma/sdk/provider_checks.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "rma/text.hpp"
+#include "rma/sdk/text.hpp"
 
 namespace rma {
 namespace {

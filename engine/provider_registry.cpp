@@ -1,8 +1,8 @@
 #include <algorithm>
 
-#include "rma/config.hpp"
-#include "rma/log.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/log.hpp"
+#include "rma/sdk/registry.hpp"
 #include "stats/device_tracker.hpp"
 
 namespace rma {

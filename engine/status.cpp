@@ -1,4 +1,4 @@
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "rma/config.hpp"
-#include "rma/provider.hpp"
-#include "rma/registration_cache.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registration_cache.hpp"
+#include "rma/sdk/registry.hpp"
 
 namespace {
 

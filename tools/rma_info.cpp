@@ -8,11 +8,11 @@
 #include <cstring>
 #include <string>
 
-#include "rma/config.hpp"
-#include "rma/provider.hpp"
-#include "rma/registration_cache.hpp"
-#include "rma/registry.hpp"
-#include "rma/stats.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registration_cache.hpp"
+#include "rma/sdk/registry.hpp"
+#include "rma/sdk/stats.hpp"
 #include "rma/version.hpp"
 
 namespace {

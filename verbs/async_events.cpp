@@ -7,7 +7,7 @@
 
 #include <cerrno>
 
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 #include "verbs/completion_queue.hpp"
 #include "verbs/queue_pair.hpp"
 #include "verbs/translate.hpp"

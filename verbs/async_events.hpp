@@ -20,8 +20,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::verbs {
 

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <memory>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 #include "verbs/device.hpp"
 
 namespace rma::verbs {

@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "rma/text.hpp"
-#include "rma/verbs.hpp"
+#include "rma/sdk/text.hpp"
+#include "rma/sdk/verbs.hpp"
 #include "verbs/device.hpp"
 #include "verbs/queue_pair.hpp"
 #include "verbs/translate.hpp"

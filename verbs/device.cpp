@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include "rma/provider_checks.hpp"
-#include "rma/text.hpp"
+#include "rma/sdk/provider_checks.hpp"
+#include "rma/sdk/text.hpp"
 #include "verbs/completion_queue.hpp"
 #include "verbs/queue_pair.hpp"
 #include "verbs/translate.hpp"

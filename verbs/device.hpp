@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 #include "verbs/async_events.hpp"
 #include "verbs/discovery.hpp"
 #include "verbs/verbs_objects.hpp"

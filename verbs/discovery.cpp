@@ -6,9 +6,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "rma/config.hpp"
-#include "rma/log.hpp"
-#include "rma/text.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/log.hpp"
+#include "rma/sdk/text.hpp"
 #include "verbs/translate.hpp"
 
 namespace rma::verbs {

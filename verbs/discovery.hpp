@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 #include "verbs/gid_selection.hpp"
 #include "verbs/verbs_objects.hpp"
 

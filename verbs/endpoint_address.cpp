@@ -1,7 +1,7 @@
 #include "verbs/endpoint_address.hpp"
 
-#include "rma/text.hpp"
-#include "rma/verbs.hpp"
+#include "rma/sdk/text.hpp"
+#include "rma/sdk/verbs.hpp"
 
 #include <cstring>
 

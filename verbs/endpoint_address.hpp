@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 #include "verbs/gid_selection.hpp"
 
 namespace rma::verbs {

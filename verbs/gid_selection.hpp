@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::verbs {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <random>
 
-#include "rma/provider_checks.hpp"
-#include "rma/text.hpp"
+#include "rma/sdk/provider_checks.hpp"
+#include "rma/sdk/text.hpp"
 #include "verbs/connection_manager.hpp"
 #include "verbs/endpoint_address.hpp"
 #include "verbs/translate.hpp"

@@ -10,7 +10,7 @@
 #include <atomic>
 #include <memory>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 #include "verbs/completion_queue.hpp"
 #include "verbs/device.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 
 namespace rma::verbs {
 

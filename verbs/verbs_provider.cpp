@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "rma/log.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/log.hpp"
+#include "rma/sdk/registry.hpp"
 #include "verbs/device.hpp"
 #include "verbs/discovery.hpp"
 

@@ -35,8 +35,8 @@
 #include "thread_group.hpp"
 #include "window/testing.hpp"
 #include "rma/rma.h"
-#include "rma/registration_cache.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/registration_cache.hpp"
+#include "rma/sdk/registry.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <functional>
 
-#include "rma/config.hpp"
+#include "rma/sdk/config.hpp"
 
 namespace rma::perftest {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::perftest {
 

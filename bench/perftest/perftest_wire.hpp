@@ -19,7 +19,7 @@
 #include <string>
 
 #include "report.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::perftest::wire {
 

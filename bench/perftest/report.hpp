@@ -10,7 +10,7 @@
 
 #include "oob.hpp"
 #include "options.hpp"
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 
 namespace rma::perftest {
 

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "rma/registry.hpp"
+#include "rma/sdk/registry.hpp"
 #if RMA_PERFTEST_HAVE_VERBS
-#include "rma/verbs.hpp"
+#include "rma/sdk/verbs.hpp"
 #endif
 
 namespace rma::perftest {

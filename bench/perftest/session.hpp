@@ -11,8 +11,8 @@
 #include "perftest_wire.hpp"
 #include "options.hpp"
 #include "report.hpp"
-#include "rma/provider.hpp"
-#include "rma/registration_cache.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registration_cache.hpp"
 
 namespace rma::perftest {
 

@@ -17,7 +17,7 @@
 
 #include "port/dpdk_port.hpp"
 #include "port/memif_gate.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::roce::port {
 

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::roce::port {
 

@@ -16,7 +16,7 @@
 #include "port/memif_gate.hpp"
 #include "port/mesh_port.hpp"
 #include "port/port.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::roce {
 namespace port {

@@ -19,8 +19,8 @@
 #include "port/eal.hpp"
 #include "port/port.hpp"
 #include "port/port_link.hpp"
-#include "rma/config.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::roce {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "port/dpdk_objects.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::roce::port {
 

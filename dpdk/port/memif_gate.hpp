@@ -36,7 +36,7 @@
 #include <mutex>
 #include <thread>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::roce::port {
 

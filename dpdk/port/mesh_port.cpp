@@ -9,7 +9,7 @@
 #include "link/mesh_link.hpp"
 #include "port/port.hpp"
 #include "port/port_link.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::roce::port {
 

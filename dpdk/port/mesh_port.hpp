@@ -7,7 +7,7 @@
 
 #include "link/link.hpp"
 #include "port/spec.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::roce::port {
 

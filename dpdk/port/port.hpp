@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "link/link.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::roce {
 

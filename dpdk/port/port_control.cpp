@@ -12,7 +12,7 @@
 #include "port/dpdk_port.hpp"
 #include "port/mbuf_handoff.hpp"
 #include "port/memif_gate.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::roce::port {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "link/link.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::roce::port {
 

@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "link/link.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::roce::port {
 

@@ -7,7 +7,7 @@
 
 #include "link/link.hpp"
 #include "rc/types.hpp"
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 
 namespace rma::softroce {
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "rc/engine.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::softroce {
 

@@ -24,8 +24,8 @@
 
 #include "link/link.hpp"
 #include "rc/types.hpp"
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::softroce {
 

@@ -15,8 +15,8 @@
 #include "port/spec.hpp"
 #include "provider/softroce_device.hpp"
 #include "rc/qp.hpp"
-#include "rma/config.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/registry.hpp"
 #include "wire/wire.hpp"
 
 namespace rma::softroce {

@@ -10,7 +10,7 @@
 #include <new>
 
 #include "rc/verb_ops.hpp"
-#include "rma/provider_checks.hpp"
+#include "rma/sdk/provider_checks.hpp"
 
 namespace rma::roce::rc {
 

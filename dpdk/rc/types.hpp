@@ -11,9 +11,9 @@
 #include <span>
 #include <vector>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 #include "swkit/id_index.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 #include "wire/wire.hpp"
 
 namespace rma::roce::rc {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "wire/frame.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::roce {
 

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "rma/bootstrap.hpp"
+#include "rma/sdk/bootstrap.hpp"
 
 namespace rma::bootstrap {
 

@@ -4,7 +4,7 @@
 #include "bootstrap/launcher_client.hpp"
 #include "bootstrap/pmix_bootstrap.hpp"
 #include "bootstrap/singleton.hpp"
-#include "rma/config.hpp"
+#include "rma/sdk/config.hpp"
 
 namespace rma {
 

@@ -9,7 +9,7 @@
 
 #include "bootstrap/collective_round.hpp"
 #include "bootstrap/timeout.hpp"
-#include "rma/bootstrap.hpp"
+#include "rma/sdk/bootstrap.hpp"
 
 namespace rma {
 namespace {

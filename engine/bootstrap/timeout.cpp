@@ -1,6 +1,6 @@
 #include "bootstrap/timeout.hpp"
 
-#include "rma/config.hpp"
+#include "rma/sdk/config.hpp"
 
 namespace rma::bootstrap {
 

@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::bootstrap {
 

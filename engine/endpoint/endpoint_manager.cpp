@@ -1,4 +1,4 @@
-#include "endpoint/endpoint_manager.hpp"
+#include "rma/sdk/endpoint_manager.hpp"
 
 #include <algorithm>
 #include <cstring>

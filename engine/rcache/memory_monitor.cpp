@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "rcache/userfaultfd_monitor.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::rcache {
 namespace {

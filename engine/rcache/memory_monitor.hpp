@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <mutex>
 
-#include "rma/registration_cache.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/registration_cache.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::rcache {
 

@@ -1,4 +1,4 @@
-#include "rma/registration_cache.hpp"
+#include "rma/sdk/registration_cache.hpp"
 
 #include <unistd.h>
 
@@ -12,8 +12,8 @@
 
 #include "rcache/interval_map.hpp"
 #include "rcache/memory_monitor.hpp"
-#include "rma/config.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma {
 

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "rcache/memory_monitor.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::rcache {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::rcache {
 

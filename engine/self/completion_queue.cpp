@@ -8,7 +8,7 @@
 
 #include "self/fabric.hpp"
 #include "self/queue_pair.hpp"
-#include "rma/text.hpp"
+#include "rma/sdk/text.hpp"
 
 namespace rma::self {
 

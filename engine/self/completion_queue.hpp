@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 #include "self/device.hpp"
 
 namespace rma::self {

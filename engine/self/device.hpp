@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 
 namespace rma::self {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "self/fabric.hpp"
-#include "rma/text.hpp"
+#include "rma/sdk/text.hpp"
 
 namespace rma::self {
 

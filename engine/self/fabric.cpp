@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "rma/text.hpp"
+#include "rma/sdk/text.hpp"
 
 namespace rma::self {
 

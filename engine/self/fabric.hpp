@@ -14,7 +14,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 #include "self/key_table.hpp"
 
 namespace rma::self {

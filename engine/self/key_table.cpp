@@ -2,7 +2,7 @@
 
 #include <new>
 
-#include "rma/text.hpp"
+#include "rma/sdk/text.hpp"
 
 namespace rma::self {
 

@@ -12,8 +12,8 @@
 #include <deque>
 #include <vector>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::self {
 

@@ -5,9 +5,9 @@
 
 #include <cerrno>
 
-#include "rma/provider_checks.hpp"
+#include "rma/sdk/provider_checks.hpp"
 #include "self/fabric.hpp"
-#include "rma/text.hpp"
+#include "rma/sdk/text.hpp"
 
 namespace rma::self {
 

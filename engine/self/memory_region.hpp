@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 #include "self/device.hpp"
 #include "swkit/orphan_tracker.hpp"
 

@@ -7,10 +7,10 @@
 #include <mutex>
 #include <new>
 
-#include "rma/provider_checks.hpp"
+#include "rma/sdk/provider_checks.hpp"
 #include "self/endpoint_address.hpp"
 #include "self/fabric.hpp"
-#include "rma/text.hpp"
+#include "rma/sdk/text.hpp"
 
 namespace rma::self {
 

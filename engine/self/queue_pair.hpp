@@ -22,7 +22,7 @@
 #include <span>
 #include <vector>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 #include "self/completion_queue.hpp"
 #include "self/device.hpp"
 #include "self/key_table.hpp"

@@ -3,8 +3,8 @@
 // before any network transport exists.
 #pragma once
 
-#include "rma/registry.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/registry.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::providers {
 

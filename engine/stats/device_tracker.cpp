@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "rma/config.hpp"
-#include "rma/log.hpp"
-#include "rma/stats.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/log.hpp"
+#include "rma/sdk/stats.hpp"
 
 namespace rma::stats {
 

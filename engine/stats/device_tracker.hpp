@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::stats {
 

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "rma/config.hpp"
-#include "rma/stats.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/stats.hpp"
 #include "stats/device_tracker.hpp"
 
 namespace rma::stats {

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "rma/stats.hpp"
+#include "rma/sdk/stats.hpp"
 
 namespace rma::stats {
 

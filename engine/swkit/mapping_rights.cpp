@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "rma/text.hpp"
+#include "rma/sdk/text.hpp"
 
 namespace rma::swkit {
 

@@ -7,8 +7,8 @@
 
 #include <cstddef>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::swkit {
 

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::swkit {
 

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "comm/comm.hpp"
-#include "endpoint/endpoint_manager.hpp"
-#include "rma/bootstrap.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/endpoint_manager.hpp"
+#include "rma/sdk/bootstrap.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::api {
 

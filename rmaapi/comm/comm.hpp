@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "rma/rma.h"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::api {
 class Context;

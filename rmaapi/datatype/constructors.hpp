@@ -11,7 +11,7 @@
 #include <span>
 
 #include "datatype/layout.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::api {
 

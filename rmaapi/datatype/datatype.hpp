@@ -8,7 +8,7 @@
 
 #include "datatype/layout.hpp"
 #include "rma/rma_datatype.h"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 struct rma_datatype_s;
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::api {
 

@@ -8,7 +8,7 @@
 #include <span>
 
 #include "datatype/layout.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::api {
 

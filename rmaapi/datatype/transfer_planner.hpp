@@ -19,8 +19,8 @@
 
 #include "datatype/block_cursor.hpp"
 #include "datatype/layout.hpp"
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::api {
 

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <string_view>
 
-#include "rma/config.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/registry.hpp"
 #include "rma/version.hpp"
 
 // The predefined handles: fixed objects, so the handles are constants that

@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "endpoint/endpoint_manager.hpp"
-#include "rma/bootstrap.hpp"
-#include "rma/registration_cache.hpp"
+#include "rma/sdk/endpoint_manager.hpp"
+#include "rma/sdk/bootstrap.hpp"
+#include "rma/sdk/registration_cache.hpp"
 #include "rma/shmem.h"
 #include "shmem/heap.hpp"
 

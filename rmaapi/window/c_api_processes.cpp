@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "rma/bootstrap.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/bootstrap.hpp"
+#include "rma/sdk/log.hpp"
 #include "window/testing.hpp"
 
 #include "window/c_call.hpp"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::api {
 

@@ -5,8 +5,8 @@
 
 #include "comm/c_call.hpp"
 #include "comm/collectives.hpp"
-#include "rma/config.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/registry.hpp"
 #include "window/window.hpp"
 
 namespace rma::api {

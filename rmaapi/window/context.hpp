@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "comm/comm.hpp"
-#include "endpoint/endpoint_manager.hpp"
-#include "rma/bootstrap.hpp"
+#include "rma/sdk/endpoint_manager.hpp"
+#include "rma/sdk/bootstrap.hpp"
 #include "rma/rma.h"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 struct rma_request_s {
   static constexpr std::uint32_t kMagic = 0x52524551;  // "RREQ"

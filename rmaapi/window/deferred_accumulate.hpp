@@ -22,8 +22,8 @@
 #include <memory>
 
 #include "datatype/datatype.hpp"
-#include "endpoint/endpoint_manager.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/endpoint_manager.hpp"
+#include "rma/sdk/status.hpp"
 #include "window/reduce.hpp"
 
 struct rma_win_s;

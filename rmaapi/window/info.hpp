@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "rma/rma.h"
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 struct rma_info_s {
   static constexpr std::uint32_t kMagic = 0x52494e46;  // "RINF"

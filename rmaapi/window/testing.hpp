@@ -5,7 +5,7 @@
 #include <memory>
 #include <string_view>
 
-#include "rma/bootstrap.hpp"
+#include "rma/sdk/bootstrap.hpp"
 
 namespace rma::api {
 class Context;

@@ -7,7 +7,7 @@
 
 #include "comm/collectives.hpp"
 #include "datatype/errors.hpp"
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 namespace rma::api {
 namespace {

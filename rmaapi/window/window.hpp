@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "endpoint/endpoint_manager.hpp"
+#include "rma/sdk/endpoint_manager.hpp"
 #include "rma/rma.h"
 #include "window/context.hpp"
 #include "window/deferred_accumulate.hpp"

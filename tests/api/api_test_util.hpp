@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "rma/bootstrap.hpp"
+#include "rma/sdk/bootstrap.hpp"
 #include "rma/rma.h"
 #include "thread_group.hpp"
 #include "window/testing.hpp"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "api_test_util.hpp"
-#include "endpoint/endpoint_manager.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/endpoint_manager.hpp"
+#include "rma/sdk/registry.hpp"
 
 namespace {
 

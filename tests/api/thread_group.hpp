@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "rma/bootstrap.hpp"
+#include "rma/sdk/bootstrap.hpp"
 
 namespace api_test {
 // Empty on failure (the reason is printed).

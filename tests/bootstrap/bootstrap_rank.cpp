@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "rma/bootstrap.hpp"
+#include "rma/sdk/bootstrap.hpp"
 
 namespace {
 int fail(const char* what, const rma::Status& st) {

@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "rma/bootstrap.hpp"
+#include "rma/sdk/bootstrap.hpp"
 
 namespace rma {
 namespace {

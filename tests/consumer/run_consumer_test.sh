@@ -84,8 +84,8 @@ step "installed files"
 real_so="$prefix/$libdir/librma.so.$version"
 for f in "$real_so" "$prefix/$libdir/librma.so.$soversion" "$prefix/$libdir/librma.so" \
          "$prefix/$libdir/librma.a" \
-         "$prefix/$includedir/rma/provider.hpp" "$prefix/$includedir/rma/registry.hpp" \
-         "$prefix/$includedir/rma/status.hpp" \
+         "$prefix/$includedir/rma/sdk/provider.hpp" "$prefix/$includedir/rma/sdk/registry.hpp" \
+         "$prefix/$includedir/rma/sdk/status.hpp" \
          "$prefix/$libdir/cmake/rma/rmaConfig.cmake" \
          "$prefix/$libdir/cmake/rma/rmaConfigVersion.cmake" \
          "$prefix/$libdir/cmake/rma/rmaTargets.cmake" \

@@ -1,4 +1,4 @@
-#include "rma/config.hpp"
+#include "rma/sdk/config.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 
 namespace rma {
 namespace {

@@ -1,4 +1,4 @@
-#include "rma/log.hpp"
+#include "rma/sdk/log.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "rma/registration_cache.hpp"
+#include "rma/sdk/registration_cache.hpp"
 #include "self_loopback.hpp"
 
 namespace rma {

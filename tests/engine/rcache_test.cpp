@@ -1,4 +1,4 @@
-#include "rma/registration_cache.hpp"
+#include "rma/sdk/registration_cache.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "rma/registration_cache.hpp"
+#include "rma/sdk/registration_cache.hpp"
 #include "self_loopback.hpp"
 
 namespace rma {

@@ -1,4 +1,4 @@
-#include "rma/registry.hpp"
+#include "rma/sdk/registry.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "rma/provider.hpp"
-#include "rma/registration_cache.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registration_cache.hpp"
+#include "rma/sdk/registry.hpp"
 
 namespace rma::testing_support {
 

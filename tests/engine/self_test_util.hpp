@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "rma/provider.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registry.hpp"
 #include "self/self_provider.hpp"
 
 namespace rma::self::testing {

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "dpdk/provider/softroce_device.hpp"
-#include "rma/provider.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registry.hpp"
 #include "verbs/endpoint_address.hpp"
 
 namespace {

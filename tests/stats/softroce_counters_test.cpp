@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "harness.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/registry.hpp"
 
 namespace rma::softroce::testing {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "rma/registry.hpp"
-#include "rma/stats.hpp"
+#include "rma/sdk/registry.hpp"
+#include "rma/sdk/stats.hpp"
 
 namespace rma {
 namespace {

@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "rma/provider.hpp"
-#include "rma/registration_cache.hpp"
-#include "rma/registry.hpp"
-#include "rma/verbs.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registration_cache.hpp"
+#include "rma/sdk/registry.hpp"
+#include "rma/sdk/verbs.hpp"
 
 namespace rma {
 namespace {

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "rma/config.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/registry.hpp"
 #include "verbs/async_events.hpp"
 #include "verbs/discovery.hpp"
 #include "verbs/endpoint_address.hpp"

@@ -2,9 +2,9 @@
 // installed headers <rma/...> and the installed library. It opens the
 // in-process ("self") provider, connects two queue pairs to each other and
 // moves one buffer with an RDMA WRITE. Prints "consumer ok" on success.
-#include <rma/provider.hpp>
-#include <rma/registry.hpp>
-#include <rma/status.hpp>
+#include <rma/sdk/provider.hpp>
+#include <rma/sdk/registry.hpp>
+#include <rma/sdk/status.hpp>
 
 #include <array>
 #include <chrono>

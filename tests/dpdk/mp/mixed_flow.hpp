@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 
 namespace rma::softroce::mp {
 

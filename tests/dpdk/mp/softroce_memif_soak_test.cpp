@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "mixed_flow.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/registry.hpp"
 
 extern char** environ;
 

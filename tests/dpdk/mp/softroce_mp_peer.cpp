@@ -10,7 +10,7 @@
 #include <string>
 
 #include "mixed_flow.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/registry.hpp"
 
 using namespace rma::softroce::mp;
 

@@ -37,7 +37,7 @@
 
 #include "port/port.hpp"
 #include "provider/softroce_device.hpp"
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 #include "wire/wire.hpp"
 
 using namespace rma;

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "provider/softroce_device.hpp"
-#include "rma/provider.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registry.hpp"
 #include "wire/wire.hpp"
 
 namespace rma::softroce {

@@ -13,7 +13,7 @@
 
 #include "link/fault_link.hpp"
 #include "provider/softroce_device.hpp"
-#include "rma/provider.hpp"
+#include "rma/sdk/provider.hpp"
 #include "wire/wire.hpp"
 
 namespace rma::softroce::testing {

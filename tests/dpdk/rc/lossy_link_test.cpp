@@ -7,7 +7,7 @@
 #include "link/fault_link.hpp"
 #include "link/lossy_link.hpp"
 #include "provider/softroce_device.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/registry.hpp"
 
 namespace rma::roce {
 namespace {

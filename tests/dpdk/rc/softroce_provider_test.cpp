@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "harness.hpp"
-#include "rma/config.hpp"
-#include "rma/registry.hpp"
+#include "rma/sdk/config.hpp"
+#include "rma/sdk/registry.hpp"
 
 namespace rma::softroce::testing {
 namespace {

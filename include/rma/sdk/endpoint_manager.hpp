@@ -45,10 +45,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "rma/bootstrap.hpp"
-#include "rma/provider.hpp"
-#include "rma/registration_cache.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/bootstrap.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/registration_cache.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::endpoint {
 

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma {
 

@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "rma/status.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma::log {
 

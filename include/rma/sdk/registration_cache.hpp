@@ -27,8 +27,8 @@
 #include <memory>
 #include <string_view>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma {
 

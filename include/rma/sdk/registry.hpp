@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma {
 

@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "rma/provider.hpp"
-#include "rma/status.hpp"
+#include "rma/sdk/provider.hpp"
+#include "rma/sdk/status.hpp"
 
 namespace rma {
 

@@ -58,15 +58,7 @@ struct Loop {
           sge.length = static_cast<std::uint32_t>(size);
           break;
         case Verb::kAtomic:
-          sge.length = 8;
-          if (o.atomic_type == AtomicType::kFetchAndAdd) {
-            wr.opcode = Opcode::kAtomicFetchAdd;
-            wr.compare_add = 1;
-          } else {
-            wr.opcode = Opcode::kAtomicCmpSwap;
-            wr.compare_add = 0;
-            wr.swap = 0;
-          }
+          set_perftest_atomic(wr, sge, o.atomic_type);
           break;
       }
     }
@@ -213,18 +205,7 @@ void run_bw_perftest(Session& s) {
   // The server waits for the client's whole run: bounded, generously.
   const auto limit = std::chrono::milliseconds(o.oob_timeout_ms) +
                      std::chrono::seconds(o.duration_mode() ? o.duration * 30 + 60 : 600);
-  const wire::Key key = [&] {
-    wire::Key k;
-    const QpInfo& q = s.qps[0].local;
-    k.lid = q.lid;
-    k.out_reads = q.out_reads;
-    k.qpn = q.qpn;
-    k.psn = q.psn;
-    k.rkey = q.rkey;
-    k.vaddr = q.vaddr;
-    k.gid = q.gid;
-    return k;
-  }();
+  const wire::Key key = perftest_key(s.qps[0].local);
   if (auto k = s.perftest->keys_after(key, s.perftest_gid, limit); !k.ok()) fatal(s, k.status().message());
   auto theirs = s.perftest->bw_report(mine);
   if (!theirs.ok()) fatal(s, theirs.status().message());

@@ -147,13 +147,7 @@ WriteLatOutcome one_sided_lat(Session& s, std::uint64_t size) {
   if (o.tool.verb == Verb::kRead) {
     wr.opcode = Opcode::kRdmaRead;
   } else {
-    sge.length = 8;
-    if (o.atomic_type == AtomicType::kFetchAndAdd) {
-      wr.opcode = Opcode::kAtomicFetchAdd;
-      wr.compare_add = 1;
-    } else {
-      wr.opcode = Opcode::kAtomicCmpSwap;
-    }
+    set_perftest_atomic(wr, sge, o.atomic_type);
   }
   const bool duration = o.duration_mode();
   std::vector<std::int64_t> stamps;

@@ -133,9 +133,6 @@ void resolve_provider(Session& s) {
   if (s.provider == "verbs" && o.gid_index >= 0) ::setenv("RMA_GID_INDEX", std::to_string(o.gid_index).c_str(), 1);
 }
 
-namespace {
-
-#if RMA_PERFTEST_HAVE_VERBS
 wire::Key perftest_key(const QpInfo& q) {
   wire::Key k;
   k.lid = q.lid;
@@ -147,6 +144,22 @@ wire::Key perftest_key(const QpInfo& q) {
   k.gid = q.gid;
   return k;
 }
+
+void set_perftest_atomic(WorkRequest& wr, Sge& sge, AtomicType type) {
+  sge.length = 8;
+  if (type == AtomicType::kFetchAndAdd) {
+    wr.opcode = Opcode::kAtomicFetchAdd;
+    wr.compare_add = 1;
+  } else {
+    wr.opcode = Opcode::kAtomicCmpSwap;
+    wr.compare_add = 0;
+    wr.swap = 0;
+  }
+}
+
+namespace {
+
+#if RMA_PERFTEST_HAVE_VERBS
 
 // The peer's key as a QP record: the verbs address connect() takes.
 QpInfo from_perftest_key(Session& s, const wire::Key& k) {

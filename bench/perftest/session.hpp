@@ -54,6 +54,11 @@ struct Session {
 // The message for a failed completion:
 // "completion error: RETRY_EXC_ERR (transport retry counter exceeded) on QP 0x1a2".
 std::string completion_error(const Completion& c);
+// The perftest key (the wire record ib_write_bw exchanges) of one of our QPs.
+wire::Key perftest_key(const QpInfo& q);
+// An 8-byte atomic work request as perftest posts it (-A): FETCH_AND_ADD
+// adds 1, CMP_AND_SWAP compares with 0 and swaps in 0.
+void set_perftest_atomic(WorkRequest& wr, Sge& sge, AtomicType type);
 
 // Connects, checks versions and settings, opens the device, creates and
 // connects the QPs and prints the header block and address lines.

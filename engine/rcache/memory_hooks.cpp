@@ -101,6 +101,10 @@ bool memory_hooks_enabled() noexcept { return g_hooks_enabled.load(std::memory_o
 
 using rma::rcache::report;
 
+// The hooks must stay interposable (exported) although librma builds with
+// hidden visibility: they work only as the first definition the dynamic
+// linker finds.
+#pragma GCC visibility push(default)
 extern "C" {
 
 int munmap(void* addr, size_t len) noexcept {
@@ -205,3 +209,4 @@ int shmdt(const void* addr) noexcept {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -26,6 +26,12 @@
 #include "rma/rma_datatype.h"
 #include "rma/rma_errors.h"
 
+/* librma is built with hidden visibility: what this header declares is
+ * its exported interface. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -357,6 +363,10 @@ int rma_last_error_message(char* str, int* len);
 
 #ifdef __cplusplus
 }
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif /* RMA_RMA_H */

@@ -29,6 +29,10 @@
 
 #include "rma/rma.h"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma {
 
 class Error : public std::runtime_error {
@@ -439,3 +443,5 @@ class Window {
 };
 
 }  // namespace rma
+
+#pragma GCC visibility pop

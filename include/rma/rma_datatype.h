@@ -14,6 +14,12 @@
 
 #include "rma/rma_errors.h"
 
+/* librma is built with hidden visibility: what this header declares is
+ * its exported interface. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -166,6 +172,10 @@ rma_Aint rma_aint_diff(rma_Aint addr1, rma_Aint addr2);
 
 #ifdef __cplusplus
 }
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif /* RMA_RMA_DATATYPE_H */

@@ -4,6 +4,12 @@
 #ifndef RMA_RMA_ERRORS_H
 #define RMA_RMA_ERRORS_H
 
+/* librma is built with hidden visibility: what this header declares is
+ * its exported interface. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,6 +57,10 @@ int rma_error_string(int code, char* str, int* len);
 
 #ifdef __cplusplus
 }
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif /* RMA_RMA_ERRORS_H */

@@ -179,6 +179,12 @@ typedef struct {
   ret pshmem_##name args;
 
 /* ------------------------------------------------------------------ declarations */
+/* librma is built with hidden visibility: what this header declares is
+ * its exported interface. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -480,6 +486,10 @@ void shmem_generic_unsupported_type(void);
 
 #ifdef __cplusplus
 } /* extern "C" */
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #include "rma/shmem_generic.h"

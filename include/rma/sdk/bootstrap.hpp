@@ -22,6 +22,10 @@
 
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma {
 
 class Bootstrap {
@@ -63,3 +67,5 @@ Result<std::unique_ptr<Bootstrap>> open_bootstrap();
 Result<std::vector<std::unique_ptr<Bootstrap>>> make_thread_bootstrap_group(int size);
 
 }  // namespace rma
+
+#pragma GCC visibility pop

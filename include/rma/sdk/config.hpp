@@ -10,6 +10,10 @@
 
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma::config {
 
 struct Variable {
@@ -40,3 +44,5 @@ Result<std::uint64_t> parse_size(std::string_view text);
 Result<bool> parse_bool(std::string_view text);
 
 }  // namespace rma::config
+
+#pragma GCC visibility pop

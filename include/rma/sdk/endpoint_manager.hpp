@@ -50,6 +50,10 @@
 #include "rma/sdk/registration_cache.hpp"
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma::endpoint {
 
 // One user operation: counts its signaled work requests still in flight.
@@ -254,3 +258,5 @@ class EndpointManager {
 std::string describe_error(WcStatus status, std::uint32_t vendor_err);
 
 }  // namespace rma::endpoint
+
+#pragma GCC visibility pop

@@ -6,6 +6,10 @@
 
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma::log {
 
 enum class Level : int { kError = 0, kWarn, kInfo, kDebug, kTrace };
@@ -29,3 +33,5 @@ void write(Level level, const char* fmt, ...) noexcept __attribute__((format(pri
 #define RMA_LOG_INFO(...) RMA_LOG_(::rma::log::Level::kInfo, __VA_ARGS__)
 #define RMA_LOG_DEBUG(...) RMA_LOG_(::rma::log::Level::kDebug, __VA_ARGS__)
 #define RMA_LOG_TRACE(...) RMA_LOG_(::rma::log::Level::kTrace, __VA_ARGS__)
+
+#pragma GCC visibility pop

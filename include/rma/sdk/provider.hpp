@@ -23,6 +23,10 @@
 
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma {
 
 // ---------------------------------------------------------------- access rights
@@ -372,3 +376,5 @@ class Provider {
 };
 
 }  // namespace rma
+
+#pragma GCC visibility pop

@@ -8,6 +8,10 @@
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma {
 
 // create_qp: CQs present, queue depths, SGE/inline/rd_atomic limits within
@@ -37,3 +41,5 @@ const char* check_send_wr(const WorkRequest& wr, const SendLimits& limits, std::
                           StatusCode& code) noexcept;
 
 }  // namespace rma
+
+#pragma GCC visibility pop

@@ -30,6 +30,10 @@
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma {
 
 // How the cache learns that memory went away.
@@ -132,3 +136,5 @@ class RegistrationCache {
 };
 
 }  // namespace rma
+
+#pragma GCC visibility pop

@@ -11,6 +11,10 @@
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma {
 
 class ProviderRegistry {
@@ -44,3 +48,5 @@ class ProviderRegistry {
 };
 
 }  // namespace rma
+
+#pragma GCC visibility pop

@@ -11,6 +11,10 @@
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma::stats {
 
 struct DeviceSnapshot {
@@ -41,3 +45,5 @@ struct PublishedCounters {
 Result<std::vector<PublishedCounters>> read_published(std::optional<int> pid = std::nullopt);
 
 }  // namespace rma::stats
+
+#pragma GCC visibility pop

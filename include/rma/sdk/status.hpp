@@ -13,6 +13,10 @@
 #include <utility>
 #include <variant>
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma {
 
 enum class StatusCode : std::uint8_t {
@@ -141,3 +145,5 @@ void Result<T>::abort_on_error(const Status& s) {
   auto tmp = (rexpr);                               \
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
+
+#pragma GCC visibility pop

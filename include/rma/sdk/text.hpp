@@ -7,6 +7,10 @@
 #include <cstdio>
 #include <string>
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma {
 
 inline std::string hex(std::uint64_t v) {
@@ -18,3 +22,5 @@ inline std::string hex(std::uint64_t v) {
 inline std::string dec(std::uint64_t v) { return std::to_string(v); }
 
 }  // namespace rma
+
+#pragma GCC visibility pop

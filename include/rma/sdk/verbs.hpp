@@ -19,6 +19,10 @@
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/status.hpp"
 
+// librma is built with hidden visibility: what this header declares is
+// part of its exported interface.
+#pragma GCC visibility push(default)
+
 namespace rma::verbs {
 
 class CmListener {
@@ -61,3 +65,5 @@ Result<QpEndpoint> describe_endpoint(const EndpointAddress& address);
 Result<EndpointAddress> make_endpoint(const QpEndpoint& endpoint);
 
 }  // namespace rma::verbs
+
+#pragma GCC visibility pop

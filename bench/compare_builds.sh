@@ -37,15 +37,10 @@ for b in "$base" "$cur"; do
   done
 done
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/rma-compare.XXXXXX")"
-server_pid=""
-cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then kill "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=lib/perftest_pair.sh
+source "$(dirname "$0")/lib/perftest_pair.sh"
+perftest_pair_init
+tmp="$pair_tmp"
 
 # Appends "metric value" lines to $tmp/<label>.
 record() { cat >>"$tmp/$1"; }
@@ -67,26 +62,13 @@ EOF
 
 perftest() {  # label build tool args...
   local label="$1" build="$2" tool="$3"; shift 3
-  local port; port="$(free_port)"
-  timeout 300 "$build/bench/perftest/$tool" --transport=softroce --port_type=memif --bind=127.0.0.1 \
-    -p "$port" -F "$@" >"$tmp/server.log" 2>&1 &
-  server_pid=$!
-  local rc=0
-  timeout 300 "$build/bench/perftest/$tool" --transport=softroce --port_type=memif -p "$port" -F "$@" \
-    127.0.0.1 >"$tmp/client.log" 2>&1 || rc=$?
-  wait "$server_pid" || rc=$?
-  server_pid=""
-  if [[ $rc -ne 0 ]]; then
-    echo "compare_builds: $build $tool $* failed:" >&2
-    cat "$tmp/client.log" "$tmp/server.log" >&2
-    exit 1
-  fi
+  perftest_pair "$build/bench/perftest" "$tool" "$@" >"$tmp/out.log" || exit 1
   local s="$2"
   case "$tool" in
     *_bw) awk -v s="$s" -v t="$tool" '$1 == s && NF >= 5 {print t "[" s "B] MiB/s " $4; print t "[" s "B] Mmsg/s " $5}' \
-            "$tmp/client.log" | record "$label" ;;
+            "$tmp/out.log" | record "$label" ;;
     *_lat) awk -v s="$s" -v t="$tool" '$1 == s && NF >= 9 {print t "[" s "B] us(typical) " $5; print t "[" s "B] us(avg) " $6}' \
-            "$tmp/client.log" | record "$label" ;;
+            "$tmp/out.log" | record "$label" ;;
   esac
 }
 

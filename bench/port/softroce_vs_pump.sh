@@ -42,35 +42,15 @@ for t in "$bin/rma_write_bw" "$bin/rma_read_bw" "$bin/rma_write_lat" "$pump"; do
   fi
 done
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/rma-vs-pump.XXXXXX")"
-server_pid=""
-cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then kill "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=../lib/perftest_pair.sh
+source "$(dirname "$0")/../lib/perftest_pair.sh"
+perftest_pair_init
+tmp="$pair_tmp"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else print v[int((NR + 1) / 2)]}'; }
 
 # Runs a perftest-style tool as server and client; prints the client's output.
-perftest() {
-  local tool="$1"; shift
-  local port; port="$(free_port)"
-  timeout 300 "$bin/$tool" --transport=softroce --port_type=memif --bind=127.0.0.1 -p "$port" -F "$@" \
-    >"$tmp/server.log" 2>&1 &
-  server_pid=$!
-  local rc=0
-  timeout 300 "$bin/$tool" --transport=softroce --port_type=memif -p "$port" -F "$@" 127.0.0.1 >"$tmp/client.log" 2>&1 || rc=$?
-  wait "$server_pid" || rc=$?
-  server_pid=""
-  if [[ $rc -ne 0 ]]; then
-    echo "softroce_vs_pump: $tool $* failed:" >&2
-    cat "$tmp/client.log" "$tmp/server.log" >&2
-    return 1
-  fi
-  cat "$tmp/client.log"
-}
+perftest() { perftest_pair "$bin" "$@"; }
 
 # "MiB/s Mpps" of a bandwidth run's result line.
 bw_of() { awk -v s="$1" '$1 == s && NF >= 5 {print $4, $5}' ; }

@@ -75,6 +75,7 @@ enum class WcStatus : std::uint8_t {
   kLocQpOpErr,       // local QP operation error
   kLocEecOpErr,
   kLocProtErr,       // local protection error: bad lkey or SGE outside its region
+                     // (kernel rxe reports a deregistered lkey as LOC_QP_OP_ERR)
   kWrFlushErr,       // work request flushed because the QP entered the error state
   kMwBindErr,
   kBadRespErr,       // unexpected response from the responder
@@ -132,6 +133,8 @@ struct Completion {
   WcStatus status = WcStatus::kSuccess;
   Opcode opcode = Opcode::kRdmaWrite;
   bool has_imm = false;
+  // Send-side completions of *_WITH_IMM report the base opcode (RDMA_WRITE,
+  // SEND), as verbs does; the receiver's says RECV_RDMA_WITH_IMM / RECV.
   std::uint32_t byte_len = 0;   // bytes moved (receives, READ); atomics report 8
   std::uint32_t qp_num = 0;     // the local QP this completion belongs to
   std::uint32_t imm_data = 0;   // valid when has_imm
@@ -259,6 +262,8 @@ class MemoryRegion {
 
   std::uint64_t addr() const noexcept { return addr_; }
   std::uint64_t length() const noexcept { return length_; }
+  // Keys of different regions of one device differ (two registrations of
+  // the same memory too); a region's lkey and rkey may be equal (rxe).
   std::uint32_t lkey() const noexcept { return lkey_; }
   std::uint32_t rkey() const noexcept { return rkey_; }
   Access access() const noexcept { return access_; }
@@ -286,7 +291,10 @@ class CompletionQueue {
   virtual ~CompletionQueue() = default;
   // Takes up to out.size() completions, oldest first; returns how many.
   // Returns -1 once the queue has overrun (more completions than its depth
-  // were produced before being polled); overrun_reason() then says which QP.
+  // were produced before being polled); overrun_reason() then says why, and
+  // which QP where the provider can know it (verbs cannot: the kernel's CQ
+  // error event names the CQ only). Whether the QPs using the CQ also move
+  // to the error state is the provider's (self: yes).
   virtual int poll(std::span<Completion> out) noexcept = 0;
   virtual std::uint32_t depth() const noexcept = 0;
   virtual const char* overrun_reason() const noexcept = 0;
@@ -343,7 +351,12 @@ class QueuePair {
   virtual Status set_error() = 0;
 
   // Posts work requests in order. Stops at the first invalid request, which
-  // is not posted, and says why; requests before it are posted.
+  // is not posted, and says why; requests before it are posted. In the
+  // error state both return FAILED_PRECONDITION (where verbs would accept
+  // and flush). Errors that complete: a remote access error moves both QPs
+  // to the error state, RNR retries exhausted only the requester; a
+  // WRITE_WITH_IMM consumes a receive and, with none posted, is
+  // receiver-not-ready before any rkey or rights check.
   virtual PostResult post(std::span<const WorkRequest> wrs) noexcept = 0;
   virtual PostResult post_recv(std::span<const RecvRequest> wrs) noexcept = 0;
 

@@ -122,7 +122,7 @@ struct Slot {
 struct Device {
   MemLink* link = nullptr;  // owned by the engine
   std::unique_ptr<Engine> engine;
-  CqRing cq;
+  CompletionRing cq;
   std::unique_ptr<RcQp> qp;
   int pd = 0;  // identity of its protection domain
   int other_pd = 0;
@@ -499,11 +499,10 @@ class World {
 
   void poll_cqs() {
     for (Device* d : {&a_, &b_}) {
-      CqEntry e[16];
-      const std::uint32_t n = d->cq.pop(e, 16);
-      for (std::uint32_t k = 0; k < n; ++k) {
-        if (RcQp* qp = d->engine->find_qp(e[k].wc.qp_num)) qp->retire(e[k].send_queue, e[k].seq);
-      }
+      Completion wc[16];
+      d->cq.poll(wc, [&](const CqEntry& e) {
+        if (RcQp* qp = d->engine->find_qp(e.wc.qp_num)) qp->retire(e.send_queue, e.seq);
+      });
     }
   }
 

@@ -54,13 +54,16 @@ if [ "$target" = parse ]; then
   max_len=4200
 else
   # The RC engine with what it needs of the engine core (Status, the post
-  # checks, the CSPRNG); no DPDK, no memory monitor.
+  # checks) and of swkit (CSPRNG, key table, completion ring, SGLs, work
+  # queues); no DPDK, no memory monitor.
   # shellcheck disable=SC2086
   "$cxx" $flags -I"$root/dpdk" -I"$root/include" -I"$root/engine" "$here/rc_state_fuzz.cpp" $wire \
     "$root/dpdk/wire/pcap_writer.cpp" "$root/dpdk/rc/types.cpp" "$root/dpdk/rc/engine.cpp" \
     "$root/dpdk/rc/qp.cpp" "$root/dpdk/rc/requester.cpp" "$root/dpdk/rc/completer.cpp" \
     "$root/dpdk/rc/responder.cpp" "$root/engine/status.cpp" \
     "$root/engine/provider_checks.cpp" "$root/engine/contract.cpp" "$root/engine/swkit/secure_random.cpp" \
+    "$root/engine/swkit/key_table.cpp" "$root/engine/swkit/completion_ring.cpp" "$root/engine/swkit/sgl.cpp" \
+    "$root/engine/swkit/work_queue.cpp" \
     -lisal -o "$out/rc_state_fuzz"
   # Seeds: committed programs (fuzz/corpus/rc_state: register, post, deliver, inject ...).
   cp "$here"/corpus/rc_state/* "$out/corpus-rc_state/" 2>/dev/null || true

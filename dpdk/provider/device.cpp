@@ -17,6 +17,8 @@
 #include "rc/engine.hpp"
 #include "rc/qp.hpp"
 #include "rma/sdk/text.hpp"
+#include "swkit/caps.hpp"
+#include "swkit/endpoint_address.hpp"
 #include "swkit/mapping_rights.hpp"
 #include "swkit/orphan_tracker.hpp"
 #include "wire/wire.hpp"
@@ -114,25 +116,20 @@ class CqImpl final : public CompletionQueue {
     if (ring_.overrun()) return -1;
     e.progress();
     if (ring_.overrun()) return -1;
-    int n = 0;
-    roce::rc::CqEntry entry;
-    while (static_cast<std::size_t>(n) < out.size() && ring_.pop(&entry, 1) == 1) {
-      out[static_cast<std::size_t>(n++)] = entry.wc;
+    return static_cast<int>(ring_.poll(out, [&](const swkit::CqEntry& entry) {
       if (roce::rc::RcQp* qp = e.find_qp(entry.wc.qp_num)) qp->retire(entry.send_queue, entry.seq);
-    }
-    return n;
+    }));
   }
   std::uint32_t depth() const noexcept override { return ring_.depth(); }
   const char* overrun_reason() const noexcept override {
-    std::lock_guard lock(dev_->engine().mutex());
-    return ring_.overrun() ? ring_.reason() : "";
+    return ring_.overrun_reason();
   }
-  roce::rc::CqRing& ring() noexcept { return ring_; }
+  swkit::CompletionRing& ring() noexcept { return ring_; }
   DeviceImpl* device() const noexcept { return dev_.get(); }
 
  private:
   std::shared_ptr<DeviceImpl> dev_;
-  roce::rc::CqRing ring_;
+  swkit::CompletionRing ring_;
 };
 
 // ---------------------------------------------------------------- PD
@@ -183,10 +180,10 @@ Result<std::unique_ptr<MemoryRegion>> PdImpl::register_memory(void* addr, std::s
   RMA_RETURN_IF_ERROR(swkit::check_mapping_rights(addr, length, access));
   auto watch = std::make_unique<swkit::RegionWatch>(a, length);
   roce::rc::Engine& e = dev_->engine();
-  roce::rc::KeyTable::Keys keys;
+  swkit::KeyTable::Keys keys;
   {
     std::lock_guard lock(e.mutex());
-    RMA_ASSIGN_OR_RETURN(keys, e.keys().insert(roce::rc::MrEntry{a, length, access, this, watch->orphaned()},
+    RMA_ASSIGN_OR_RETURN(keys, e.keys().insert(swkit::MrEntry{a, length, access, this, watch->orphaned()},
                                                caps.max_mr));
   }
   return std::unique_ptr<MemoryRegion>(
@@ -352,26 +349,8 @@ EndpointAddress encode_endpoint(const EndpointFields& f) {
 }
 
 Result<EndpointFields> decode_endpoint(const EndpointAddress& a) {
-  if (a.size > EndpointAddress::kMaxSize) {
-    return invalid_argument("endpoint address size " + dec(a.size) + " exceeds " + dec(EndpointAddress::kMaxSize));
-  }
-  if (a.size < 8 || std::memcmp(a.bytes.data(), kTag, 8) != 0) {
-    std::string prefix;
-    for (std::uint32_t i = 0; i < a.size && i < 8; ++i) {
-      const char c = static_cast<char>(a.bytes[i]);
-      prefix += (c >= 32 && c < 127) ? c : '.';
-    }
-    return invalid_argument("endpoint address (" + dec(a.size) + " bytes, starting \"" + prefix +
-                            "\") was not made by the softroce provider; it must start with \"softroce\"");
-  }
-  if (a.size != kAddrSize) {
-    return invalid_argument("softroce endpoint address has " + dec(a.size) + " bytes, expected " +
-                            dec(kAddrSize) + " (truncated or corrupt)");
-  }
+  RMA_RETURN_IF_ERROR(swkit::check_endpoint_header(a, "softroce", {kTag, 8}, kAddrSize, kVersion));
   const std::uint8_t* p = a.bytes.data();
-  if (p[8] != kVersion) {
-    return invalid_argument("softroce endpoint address has version " + dec(p[8]) + ", expected " + dec(kVersion));
-  }
   EndpointFields f;
   std::memcpy(f.mac.data(), p + 9, 6);
   f.ipv4 = get_be(p + 15);
@@ -396,6 +375,16 @@ Result<EndpointFields> decode_endpoint(const EndpointAddress& a) {
     return invalid_argument("softroce endpoint address: MAC is a multicast address");
   }
   return f;
+}
+
+DeviceCaps softroce_caps(std::uint32_t mtu, std::uint32_t max_qp) noexcept {
+  swkit::QueueLimits l;
+  l.max_qp = max_qp;
+  l.max_qp_wr = 4096;
+  l.max_cqe = 65536;
+  l.max_qp_rd_atom = roce::rc::RcQp::kResources;
+  l.path_mtu = mtu;
+  return swkit::software_caps(l);
 }
 
 std::uint32_t largest_path_mtu(std::uint32_t max_frame) noexcept {
@@ -448,19 +437,7 @@ Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link>
   d.link_layer = "Ethernet";
   d.gid = roce::ipv4_gid(li.ipv4);
   d.mac = li.mac;
-  DeviceCaps& c = d.caps;
-  c.max_sge = 32;
-  c.max_recv_sge = 32;
-  c.max_inline_data = 256;
-  c.max_qp_rd_atom = roce::rc::RcQp::kResources;
-  c.max_qp_wr = 4096;
-  c.max_cqe = 65536;
-  c.max_qp = eo.max_qp;
-  c.max_mr = 1u << 20;
-  c.max_mr_size = std::uint64_t{1} << 46;
-  c.max_msg_size = 1u << 31;
-  c.atomics = true;
-  c.path_mtu = mtu;
+  d.caps = softroce_caps(mtu, eo.max_qp);
   (void)ip_text;
   const bool background = options.progress_interval_us != 0;
   auto dev = std::make_shared<DeviceImpl>(std::move(d), std::move(engine), std::move(options));

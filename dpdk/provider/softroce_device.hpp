@@ -67,6 +67,11 @@ Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link>
 // bytes (Ethernet header included); 0 when not even 256 fits.
 std::uint32_t largest_path_mtu(std::uint32_t max_frame) noexcept;
 
+// The device's capabilities at path MTU `mtu` with a QP table of `max_qp`
+// (the RC engine's, EngineOptions::max_qp): what query_devices describes
+// and what an opened device reports are the same numbers.
+DeviceCaps softroce_caps(std::uint32_t mtu, std::uint32_t max_qp) noexcept;
+
 // The softroce endpoint address: "softroce" | version | MAC | IPv4 | QPN |
 // PSN (the first PSN this QP sends; the peer expects it) | MTU.
 struct EndpointFields {

@@ -209,19 +209,7 @@ class SoftRoceProvider final : public Provider {
     d.link_layer = "Ethernet";
     if (parsed->ipv4 != 0) d.gid = roce::ipv4_gid(parsed->ipv4);
     if (parsed->mac) d.mac = *parsed->mac;
-    DeviceCaps& c = d.caps;
-    c.max_sge = 32;
-    c.max_recv_sge = 32;
-    c.max_inline_data = 256;
-    c.max_qp_rd_atom = roce::rc::RcQp::kResources;
-    c.max_qp_wr = 4096;
-    c.max_cqe = 65536;
-    c.max_qp = 4096;
-    c.max_mr = 1u << 20;
-    c.max_mr_size = std::uint64_t{1} << 46;
-    c.max_msg_size = 1u << 31;
-    c.atomics = true;
-    c.path_mtu = mtu;
+    d.caps = softroce_caps(mtu, roce::rc::EngineOptions{}.max_qp);
     return std::vector<DeviceInfo>{d};
   }
 

@@ -19,37 +19,18 @@ void RcQp::complete_send(std::uint64_t seq, WcStatus status, std::uint32_t byte_
                          std::uint32_t vendor_err) noexcept {
   const SendWqe& w = sq(seq);
   if (status == WcStatus::kSuccess && (w.flags & kWrSignaled) == 0) return;
-  CqEntry e;
-  e.wc.wr_id = w.wr_id;
-  e.wc.status = status;
-  e.wc.opcode = completion_opcode(w.opcode);
-  e.wc.byte_len = status == WcStatus::kSuccess ? byte_len : 0;
-  e.wc.qp_num = qpn_;
-  e.wc.vendor_err = vendor_err;
-  e.send_queue = true;
-  e.seq = seq;
-  if (!send_cq_->push(e)) cq_lost_ = true;
+  if (!send_cq_->push(swkit::send_completion(w, seq, qpn_, status, byte_len, vendor_err))) cq_lost_ = true;
 }
 
 void RcQp::complete_recv(WcStatus status, VerbOp opcode, std::uint32_t byte_len, bool has_imm,
                          std::uint32_t imm, std::uint32_t vendor_err) noexcept {
   const std::uint64_t seq = rq_next_++;
-  CqEntry e;
-  e.wc.wr_id = rq_[seq % max_recv_wr_].wr_id;
-  e.wc.status = status;
-  e.wc.opcode = opcode;
-  e.wc.has_imm = has_imm;
-  e.wc.imm_data = has_imm ? imm : 0;
-  e.wc.byte_len = byte_len;
-  e.wc.qp_num = qpn_;
-  e.wc.vendor_err = vendor_err;
-  e.send_queue = false;
-  e.seq = seq;
+  const CqEntry e = swkit::recv_completion(rq_[seq], seq, qpn_, status, opcode, byte_len, has_imm, imm, vendor_err);
   if (!recv_cq_->push(e)) cq_lost_ = true;
 }
 
 void RcQp::fail_head(WcStatus status, std::uint32_t vendor_err) noexcept {
-  if (sq_comp_ < sq_tail_) {
+  if (sq_comp_ < sq_.tail()) {
     complete_send(sq_comp_, status, 0, vendor_err);
     ++sq_comp_;
   }
@@ -60,7 +41,7 @@ void RcQp::check_head_local_error() noexcept {
   if (state() != QpState::kRts) return;
   // A request that failed its local check, once it is the oldest and
   // nothing sent before it (or of it) is still unacknowledged.
-  if (sq_comp_ < sq_tail_ && sq(sq_comp_).vendor_err != kVeNone &&
+  if (sq_comp_ < sq_.tail() && sq(sq_comp_).vendor_err != kVeNone &&
       (sq_comp_ == sq_assigned_ || (sq_comp_ == sq_send_ && comp_psn_ == req_psn_))) {
     fail_head(WcStatus::kLocProtErr, sq(sq_comp_).vendor_err);
   }
@@ -72,13 +53,13 @@ void RcQp::enter_error() noexcept {
   rnr_waiting_ = false;
   // Every request not completed and every receive not consumed completes
   // with WR_FLUSH_ERR, signaled or not.
-  while (sq_comp_ < sq_tail_) {
+  while (sq_comp_ < sq_.tail()) {
     complete_send(sq_comp_, WcStatus::kWrFlushErr, 0, kVeFlushed);
     ++sq_comp_;
   }
-  sq_send_ = sq_assigned_ = sq_tail_;
+  sq_send_ = sq_assigned_ = sq_.tail();
   rd_atomic_outstanding_ = 0;
-  while (rq_next_ < rq_tail_) complete_recv(WcStatus::kWrFlushErr, VerbOp::kRecv, 0, false, 0, kVeFlushed);
+  while (rq_next_ < rq_.tail()) complete_recv(WcStatus::kWrFlushErr, VerbOp::kRecv, 0, false, 0, kVeFlushed);
   for (Resource& r : res_) r.pending = false;
   ack_pending_ = false;
   in_msg_ = InMsg::kNone;
@@ -269,7 +250,7 @@ void RcQp::on_response(const Packet& pkt) noexcept {
       return;
     }
     ++ctr_.acks_received;
-    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, send_sgl(sq_comp_), 8, Access::kLocalWrite);
+    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, sq_.sgl(sq_comp_), 8, Access::kLocalWrite);
     if (ve != kVeNone) {  // deregistered or unmapped since the post
       fail_head(WcStatus::kLocProtErr, ve);
       return;
@@ -277,7 +258,7 @@ void RcQp::on_response(const Packet& pkt) noexcept {
     const std::uint64_t orig = pkt.h.atomic_ack_orig;
     std::uint8_t bytes[8];
     std::memcpy(bytes, &orig, 8);
-    copy_to_sgl(send_sgl(sq_comp_), 0, bytes, 8);
+    copy_to_sgl(sq_.sgl(sq_comp_), 0, bytes, 8);
     w.done = true;
     --rd_atomic_outstanding_;
     comp_psn_ = psn_add(psn, 1);
@@ -325,12 +306,12 @@ void RcQp::on_response(const Packet& pkt) noexcept {
   if (want > 0) {
     // The local buffer was checked at post; since then its region may have
     // been deregistered or its memory unmapped: check again before writing.
-    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, send_sgl(sq_comp_), off + want, Access::kLocalWrite);
+    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, sq_.sgl(sq_comp_), off + want, Access::kLocalWrite);
     if (ve != kVeNone) {
       fail_head(WcStatus::kLocProtErr, ve);
       return;
     }
-    copy_to_sgl(send_sgl(sq_comp_), off, pkt.payload.data(), want);
+    copy_to_sgl(sq_.sgl(sq_comp_), off, pkt.payload.data(), want);
   }
   comp_psn_ = psn_add(psn, 1);
   if (psn == w.last_psn) {

@@ -6,22 +6,11 @@
 #include "rc/qp.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <new>
 
 #include "rc/verb_ops.hpp"
 #include "rma/sdk/provider_checks.hpp"
 
 namespace rma::roce::rc {
-
-namespace {
-
-template <typename T>
-std::unique_ptr<T[]> alloc_array(std::size_t n) noexcept {
-  return std::unique_ptr<T[]>(new (std::nothrow) T[n == 0 ? 1 : n]());
-}
-
-}  // namespace
 
 // ------------------------------------------------------------------ life cycle
 
@@ -51,14 +40,8 @@ RcQp::~RcQp() {
 }
 
 Status RcQp::init() {
-  sq_ = alloc_array<SendWqe>(max_send_wr_);
-  sq_sge_ = alloc_array<Sge>(std::size_t{max_send_wr_} * max_send_sge_);
-  sq_inline_ = alloc_array<std::uint8_t>(std::size_t{max_send_wr_} * max_inline_);
-  rq_ = alloc_array<RecvWqe>(max_recv_wr_);
-  rq_sge_ = alloc_array<Sge>(std::size_t{max_recv_wr_} * max_recv_sge_);
-  if (!sq_ || !sq_sge_ || !sq_inline_ || !rq_ || !rq_sge_) {
-    return resource_exhausted("create_qp: cannot allocate the work queues");
-  }
+  RMA_RETURN_IF_ERROR(sq_.init(max_send_wr_, max_send_sge_, max_inline_));
+  RMA_RETURN_IF_ERROR(rq_.init(max_recv_wr_, max_recv_sge_, 0));
   RMA_ASSIGN_OR_RETURN(qpn_, engine_.add_qp(this));
   local_psn_ = engine_.initial_psn();
   epsn_ = local_psn_;
@@ -100,118 +83,29 @@ void RcQp::set_error() noexcept {
 
 // ------------------------------------------------------------------ posting
 
-std::span<const Sge> RcQp::send_sgl(std::uint64_t seq) const noexcept {
-  const std::size_t slot = seq % max_send_wr_;
-  return {sq_sge_.get() + slot * max_send_sge_, sq_[slot].num_sge};
-}
-std::span<const Sge> RcQp::recv_sgl(std::uint64_t seq) const noexcept {
-  const std::size_t slot = seq % max_recv_wr_;
-  return {rq_sge_.get() + slot * max_recv_sge_, rq_[slot].num_sge};
-}
-std::uint8_t* RcQp::inline_data(std::uint64_t seq) const noexcept {
-  return sq_inline_.get() + (seq % max_send_wr_) * max_inline_;
-}
-
-const char* RcQp::check_send(const WorkRequest& wr, StatusCode& code) const noexcept {
-  code = StatusCode::kFailedPrecondition;
-  const QpState s = state();
-  if (s == QpState::kError) return "QP is in the error state";
-  if (s != QpState::kRts) return "QP is not in RTS state";
-  std::uint64_t total = 0;
-  if (const char* why = check_send_wr(wr, SendLimits{max_send_sge_, max_inline_, max_msg_size_}, &total, code)) {
-    return why;
-  }
-  code = StatusCode::kResourceExhausted;
-  if (sq_tail_ - sq_retired_ >= max_send_wr_) return "send queue full";
-  code = StatusCode::kOk;
-  return nullptr;
-}
-
-void RcQp::enqueue_send(const WorkRequest& wr, std::uint32_t length) noexcept {
-  const std::uint64_t seq = sq_tail_;
-  SendWqe& w = sq(seq);
-  w = SendWqe{};
-  w.wr_id = wr.wr_id;
-  w.remote_addr = wr.remote_addr;
-  w.compare_add = wr.compare_add;
-  w.swap = wr.swap;
-  w.length = length;
-  w.rkey = wr.rkey;
-  w.imm = wr.imm_data;
-  w.flags = wr.flags;
-  w.opcode = wr.opcode;
-  if ((wr.flags & kWrInline) != 0) {
-    std::uint8_t* dst = inline_data(seq);
-    for (const Sge& sge : wr.sgl) {
-      if (sge.length == 0) continue;
-      std::memcpy(dst, reinterpret_cast<const void*>(sge.addr), sge.length);
-      dst += sge.length;
-    }
-    w.num_sge = 0;
-  } else {
-    std::copy(wr.sgl.begin(), wr.sgl.end(), sq_sge_.get() + (seq % max_send_wr_) * max_send_sge_);
-    w.num_sge = static_cast<std::uint32_t>(wr.sgl.size());
+PostResult RcQp::post(std::span<const WorkRequest> wrs) noexcept {
+  const SendLimits limits{max_send_sge_, max_inline_, max_msg_size_};
+  const PostResult result = swkit::post_sends(sq_, state(), limits, wrs, [&](SendWqe& w, std::uint64_t seq) {
+    if ((w.flags & kWrInline) != 0) return;  // copied at post: no keys to check
     // Local protection is checked now; a failure completes this request
     // with LOC_PROT_ERR once everything before it has completed.
-    const bool writes_local = wr.opcode == VerbOp::kRdmaRead || is_atomic(wr.opcode);
-    w.vendor_err = check_local_sgl(engine_.keys(), pd_, send_sgl(seq), length,
+    const bool writes_local = w.opcode == VerbOp::kRdmaRead || is_atomic(w.opcode);
+    w.vendor_err = check_local_sgl(engine_.keys(), pd_, sq_.sgl(seq), w.length,
                                    writes_local ? Access::kLocalWrite : Access::kNone);
-  }
-  ++sq_tail_;
-}
-
-PostResult RcQp::post(std::span<const WorkRequest> wrs) noexcept {
-  PostResult result;
-  for (std::size_t i = 0; i < wrs.size(); ++i) {
-    StatusCode code;
-    if (const char* why = check_send(wrs[i], code)) {
-      result = PostResult{code, static_cast<std::uint32_t>(i), why};
-      break;
-    }
-    std::uint64_t length = 0;
-    for (const Sge& sge : wrs[i].sgl) length += sge.length;
-    enqueue_send(wrs[i], static_cast<std::uint32_t>(length));
-  }
+  });
   check_head_local_error();
   return result;
 }
 
 PostResult RcQp::post_recv(std::span<const RecvRequest> wrs) noexcept {
-  PostResult result;
-  for (std::size_t i = 0; i < wrs.size(); ++i) {
-    const RecvRequest& wr = wrs[i];
-    const char* why = nullptr;
-    StatusCode code = StatusCode::kFailedPrecondition;
-    const QpState s = state();
-    if (s == QpState::kReset) {
-      why = "QP is in RESET state";
-    } else if (s == QpState::kError) {
-      why = "QP is in the error state";
-    } else if (wr.sgl.size() > max_recv_sge_) {
-      code = StatusCode::kInvalidArgument;
-      why = "too many SGEs";
-    } else if (rq_tail_ - rq_retired_ >= max_recv_wr_) {
-      code = StatusCode::kResourceExhausted;
-      why = "receive queue full";
-    }
-    if (why != nullptr) {
-      result = PostResult{code, static_cast<std::uint32_t>(i), why};
-      break;
-    }
-    const std::size_t slot = rq_tail_ % max_recv_wr_;
-    rq_[slot].wr_id = wr.wr_id;
-    rq_[slot].num_sge = static_cast<std::uint32_t>(wr.sgl.size());
-    std::copy(wr.sgl.begin(), wr.sgl.end(), rq_sge_.get() + slot * max_recv_sge_);
-    ++rq_tail_;
-  }
-  return result;
+  return swkit::post_receives(rq_, state(), max_recv_sge_, wrs);
 }
 
 void RcQp::retire(bool send_queue, std::uint64_t seq) noexcept {
   if (send_queue) {
-    sq_retired_ = std::max(sq_retired_, seq + 1);
+    sq_.retire(seq);
   } else {
-    rq_retired_ = std::max(rq_retired_, seq + 1);
+    rq_.retire(seq);
   }
 }
 

@@ -2,8 +2,9 @@
 // responder and completer, after the model of rdma_rxe (rxe_req.c,
 // rxe_resp.c, rxe_comp.c) and IBA chapter 9.
 //
-// Send queue: a ring preallocated to max_send_wr (WQEs, SGEs, inline bytes),
-// indexed by 64-bit sequence numbers that never wrap:
+// Send queue: a swkit work queue (WQEs, SGEs, inline bytes preallocated to
+// max_send_wr; swkit/work_queue.hpp), indexed by 64-bit sequence numbers
+// that never wrap:
 //
 //    retired <= comp <= send <= assigned?.. <= tail
 //
@@ -45,8 +46,8 @@ struct QpParams {
   std::uint8_t timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 12;
   std::uint32_t path_mtu = 4096;     // this side's MTU (the smaller of both is used)
   std::uint32_t max_msg_size = 1u << 31;
-  CqRing* send_cq = nullptr;
-  CqRing* recv_cq = nullptr;
+  CompletionRing* send_cq = nullptr;
+  CompletionRing* recv_cq = nullptr;
 };
 
 struct PeerParams {
@@ -87,24 +88,12 @@ class RcQp {
   void retire(bool send_queue, std::uint64_t seq) noexcept;
 
  private:
-  struct SendWqe {
-    std::uint64_t wr_id;
-    std::uint64_t remote_addr;
-    std::uint64_t compare_add;
-    std::uint64_t swap;
-    std::uint32_t length;
-    std::uint32_t rkey;
-    std::uint32_t imm;
-    std::uint32_t flags;
-    std::uint32_t num_sge;      // 0 when inline
+  // The request as posted (swkit) and what the requester and completer
+  // track of it.
+  struct SendWqe : swkit::SendWqe {
     std::uint32_t vendor_err;   // local check failed at post time (kLocProtErr)
     std::uint32_t first_psn, last_psn, npkts;
-    VerbOp opcode;
     bool done;                  // READ fully received / atomic answered
-  };
-  struct RecvWqe {
-    std::uint64_t wr_id;
-    std::uint32_t num_sge;
   };
   struct Resource {
     enum Kind : std::uint8_t { kFree, kRead, kAtomic } kind = kFree;
@@ -118,12 +107,7 @@ class RcQp {
   enum class InMsg : std::uint8_t { kNone, kWrite, kSend };
 
   // posting
-  const char* check_send(const WorkRequest& wr, StatusCode& code) const noexcept;
-  void enqueue_send(const WorkRequest& wr, std::uint32_t length) noexcept;
-  std::span<const Sge> send_sgl(std::uint64_t seq) const noexcept;
-  std::span<const Sge> recv_sgl(std::uint64_t seq) const noexcept;
-  std::uint8_t* inline_data(std::uint64_t seq) const noexcept;
-  SendWqe& sq(std::uint64_t seq) const noexcept { return sq_[seq % max_send_wr_]; }
+  SendWqe& sq(std::uint64_t seq) const noexcept { return sq_[seq]; }
 
   // requester
   bool send_request_packet(std::uint64_t seq, SendWqe& w) noexcept;
@@ -169,8 +153,8 @@ class RcQp {
 
   Engine& engine_;
   const void* pd_;
-  CqRing* const send_cq_;
-  CqRing* const recv_cq_;
+  CompletionRing* const send_cq_;
+  CompletionRing* const recv_cq_;
   const std::uint32_t max_send_wr_, max_recv_wr_, max_send_sge_, max_recv_sge_, max_inline_;
   const std::uint32_t max_rd_atomic_;
   const std::uint8_t timeout_code_, retry_cnt_, rnr_retry_, min_rnr_timer_;
@@ -184,10 +168,8 @@ class RcQp {
   RcCounters ctr_;
 
   // send queue
-  std::unique_ptr<SendWqe[]> sq_;
-  std::unique_ptr<Sge[]> sq_sge_;
-  std::unique_ptr<std::uint8_t[]> sq_inline_;
-  std::uint64_t sq_tail_ = 0, sq_send_ = 0, sq_assigned_ = 0, sq_comp_ = 0, sq_retired_ = 0;
+  swkit::WorkQueue<SendWqe> sq_;
+  std::uint64_t sq_send_ = 0, sq_assigned_ = 0, sq_comp_ = 0;
   std::uint32_t send_pkt_ = 0;           // packet index within sq_send_
   std::uint32_t req_psn_ = 0, comp_psn_ = 0, next_psn_ = 0;
   std::uint32_t sent_psn_ = 0;           // one past the highest PSN ever sent
@@ -202,9 +184,8 @@ class RcQp {
   Clock::time_point rnr_deadline_{};
 
   // receive queue
-  std::unique_ptr<RecvWqe[]> rq_;
-  std::unique_ptr<Sge[]> rq_sge_;
-  std::uint64_t rq_tail_ = 0, rq_next_ = 0, rq_retired_ = 0;
+  swkit::WorkQueue<swkit::RecvWqe> rq_;
+  std::uint64_t rq_next_ = 0;
 
   // responder
   std::uint32_t epsn_ = 0, msn_ = 0;

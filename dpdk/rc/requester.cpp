@@ -50,7 +50,7 @@ bool RcQp::transmit() noexcept {
   if (transmit_responses()) return true;
   if (rnr_waiting_) return false;
   const std::uint32_t window = engine_.options().max_unacked_psns;
-  while (sq_send_ < sq_tail_ && state() == QpState::kRts) {
+  while (sq_send_ < sq_.tail() && state() == QpState::kRts) {
     SendWqe& w = sq(sq_send_);
     if (w.vendor_err != kVeNone) break;  // completes with an error when it reaches the head
     if (psn_compare(req_psn_, psn_add(comp_psn_, window)) >= 0) break;
@@ -140,13 +140,13 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
         h.reth_rkey = w.rkey;
         h.reth_length = w.length;
       }
-      if (imm && last) h.imm = w.imm;
+      if (imm && last) h.imm = w.imm_data;
       if (last && (w.flags & kWrSolicited) != 0) h.solicited = true;
       if (len > 0 && w.num_sge != 0) {
         // Checked at post; the region may have been deregistered or its
         // memory unmapped since. Stop here: the request completes with a
         // local protection error once what was sent of it is acknowledged.
-        const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, send_sgl(seq), off + len, Access::kNone);
+        const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, sq_.sgl(seq), off + len, Access::kNone);
         if (ve != kVeNone) {
           w.vendor_err = ve;
           check_head_local_error();
@@ -155,9 +155,9 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       }
       if (len > 0) {
         if (w.num_sge == 0) {
-          std::memcpy(buf, inline_data(seq) + off, len);
-        } else if ((ref = sgl_contiguous(send_sgl(seq), off, len)) == nullptr) {
-          copy_from_sgl(send_sgl(seq), off, buf, len);
+          std::memcpy(buf, sq_.inline_data(seq) + off, len);
+        } else if ((ref = sgl_contiguous(sq_.sgl(seq), off, len)) == nullptr) {
+          copy_from_sgl(sq_.sgl(seq), off, buf, len);
         }
       }
       break;

@@ -124,7 +124,7 @@ bool RcQp::execute_write(const Packet& pkt, bool first, bool last, bool imm) noe
     responder_error(kNakInvalidRequest, kVeBadOpcodeSequence);
     return false;
   }
-  if (imm && last && rq_next_ == rq_tail_) {
+  if (imm && last && rq_next_ == rq_.tail()) {
     rnr_nak();
     return false;
   }
@@ -181,14 +181,12 @@ bool RcQp::execute_send(const Packet& pkt, bool first, bool last, bool imm) noex
     return false;
   }
   if (first) {
-    if (rq_next_ == rq_tail_) {
+    if (rq_next_ == rq_.tail()) {
       rnr_nak();
       return false;
     }
-    const std::span<const Sge> rsgl = recv_sgl(rq_next_);
-    std::uint64_t room = 0;
-    for (const Sge& sge : rsgl) room += sge.length;
-    if (check_local_sgl(engine_.keys(), pd_, rsgl, room, Access::kLocalWrite) != kVeNone) {
+    const std::span<const Sge> rsgl = rq_.sgl(rq_next_);
+    if (check_local_sgl(engine_.keys(), pd_, rsgl, sgl_bytes(rsgl), Access::kLocalWrite) != kVeNone) {
       // The receiver's own buffer is bad: it sees a local protection error,
       // the requester a remote operational error.
       complete_recv(WcStatus::kLocProtErr, VerbOp::kRecv, 0, false, 0, kVeRecvBufferInvalid);
@@ -202,10 +200,8 @@ bool RcQp::execute_send(const Packet& pkt, bool first, bool last, bool imm) noex
     responder_error(kNakInvalidRequest, kVeBadLength);
     return false;
   }
-  const std::span<const Sge> rsgl = recv_sgl(rq_next_);
-  std::uint64_t room = 0;
-  for (const Sge& sge : rsgl) room += sge.length;
-  if (std::uint64_t{recv_offset_} + p > room) {
+  const std::span<const Sge> rsgl = rq_.sgl(rq_next_);
+  if (std::uint64_t{recv_offset_} + p > sgl_bytes(rsgl)) {
     complete_recv(WcStatus::kLocLenErr, VerbOp::kRecv, 0, false, 0, kVeRecvTooSmall);
     responder_error(kNakInvalidRequest, kVeRecvTooSmall);
     return false;

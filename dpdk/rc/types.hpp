@@ -1,19 +1,17 @@
 // Shared pieces of the RC protocol engine: counters, IB timer encodings,
-// completion-queue rings, vendor error codes and the memory-key table.
-// No DPDK (DESIGN.md).
+// and the software-QP kit (engine/swkit) it is built on. No DPDK (DESIGN.md).
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
-#include <span>
-#include <vector>
 
 #include "rma/sdk/provider.hpp"
-#include "swkit/id_index.hpp"
 #include "rma/sdk/status.hpp"
+#include "swkit/completion_ring.hpp"
+#include "swkit/key_table.hpp"
+#include "swkit/sgl.hpp"
+#include "swkit/vendor_err.hpp"
+#include "swkit/work_queue.hpp"
 #include "wire/wire.hpp"
 
 namespace rma::roce::rc {
@@ -71,123 +69,20 @@ inline std::chrono::nanoseconds ack_timeout(std::uint8_t code) noexcept {
 // RNR NAK timer (IBA table 45): code 1 = 10 us ... 31 = 491.52 ms, 0 = 655.36 ms.
 std::chrono::nanoseconds rnr_interval(std::uint8_t code) noexcept;
 
-// ---------------------------------------------------------------- vendor errors
-// Completion::vendor_err of the softroce provider: which check failed.
-enum VendorErr : std::uint32_t {
-  kVeNone = 0,
-  kVeBadLkey = 1,
-  kVeLkeyOtherPd = 2,
-  kVeLocalOutOfBounds = 3,
-  kVeNoLocalWrite = 4,
-  kVeRetryExceeded = 5,       // no answer within retry_cnt timeouts
-  kVeRnrExceeded = 6,         // RNR NAKs beyond rnr_retry
-  kVeBadRkey = 7,             // responder: unknown rkey
-  kVeRkeyOtherPd = 8,
-  kVeNoRemoteRight = 9,
-  kVeRemoteOutOfBounds = 10,
-  kVeAtomicUnaligned = 11,
-  kVeRecvTooSmall = 12,
-  kVeRecvBufferInvalid = 13,
-  kVeFlushed = 15,
-  kVeNakInvalidRequest = 20,  // requester: NAK invalid request received
-  kVeNakRemoteAccess = 21,    // requester: NAK remote access error received
-  kVeNakRemoteOp = 22,        // requester: NAK remote operational error received
-  kVeBadOpcodeSequence = 23,  // responder: opcode out of message order
-  kVeBadLength = 24,          // responder: payload length inconsistent with the message
-  kVeCqOverrun = 25,
-  kVeLocalUnmapped = 26,      // requester/receiver: the local region's memory was unmapped
-  kVeRemoteUnmapped = 27,     // responder: the rkey's region's memory was unmapped
-};
-
-// ---------------------------------------------------------------- completion rings
-struct CqEntry {
-  Completion wc;
-  bool send_queue = true;  // retires a send-queue slot (else receive-queue)
-  std::uint64_t seq = 0;   // the queue sequence number this entry covers
-};
-
-// A fixed ring; producing into a full ring overruns it for good (verbs).
-// Guarded by the device lock.
-class CqRing {
- public:
-  Status init(std::uint32_t depth);
-  bool push(const CqEntry& e) noexcept;
-  // Takes up to `max` entries into `out`.
-  std::uint32_t pop(CqEntry* out, std::uint32_t max) noexcept;
-  bool overrun() const noexcept { return overrun_; }
-  const char* reason() const noexcept { return reason_; }
-  std::uint32_t depth() const noexcept { return depth_; }
-  std::uint32_t size() const noexcept { return count_; }
-
- private:
-  std::unique_ptr<CqEntry[]> ring_;
-  std::uint32_t depth_ = 0, head_ = 0, count_ = 0;
-  bool overrun_ = false;
-  char reason_[160] = {};
-};
-
-// ---------------------------------------------------------------- memory keys
-struct MrEntry {
-  std::uint64_t addr = 0;
-  std::uint64_t length = 0;
-  Access access = Access::kNone;
-  const void* pd = nullptr;  // identity of the owning protection domain
-  // Set when the region's memory was unmapped or discarded (swkit's
-  // OrphanTracker); null when nobody watches (engine-level tests).
-  const std::atomic<bool>* orphaned = nullptr;
-  bool contains(std::uint64_t a, std::uint64_t len) const noexcept {
-    return a >= addr && len <= length && a - addr <= length - len;
-  }
-  bool is_orphaned() const noexcept { return orphaned != nullptr && orphaned->load(std::memory_order_acquire); }
-};
-
-// lkey/rkey -> region. Both keys of a region are drawn at random (getrandom)
-// and looked up through a hash index, so a peer cannot guess a key (the odds
-// are live regions / 2^32 per try, and a wrong rkey breaks the QP it was
-// sent on); a deregistered region's keys leave the index at once, so a stale
-// key names nothing. Device lock held.
-class KeyTable {
- public:
-  struct Keys {
-    std::uint32_t lkey = 0, rkey = 0;
-  };
-  Result<Keys> insert(const MrEntry& e, std::size_t max_entries);
-  void erase(std::uint32_t lkey) noexcept;
-  const MrEntry* find_lkey(std::uint32_t key) const noexcept { return find(key, 0); }
-  const MrEntry* find_rkey(std::uint32_t key) const noexcept { return find(key, 1); }
-  std::size_t live() const noexcept { return live_; }
-
- private:
-  struct Slot {
-    MrEntry e;
-    std::uint32_t lkey = 0, rkey = 0;
-    bool live = false;
-  };
-  const MrEntry* find(std::uint32_t key, unsigned kind) const noexcept;
-  std::uint32_t fresh_key() const noexcept;
-  std::vector<Slot> slots_;
-  std::vector<std::uint32_t> free_;  // slots of deregistered regions
-  swkit::IdIndex index_;             // key -> slot << 1 | kind (0 lkey, 1 rkey)
-  std::size_t live_ = 0;
-};
-
-// Checks a requester's local SGEs: first `bytes` bytes within live regions
-// of `pd` with `needed` rights. Returns kVeNone or the failed check.
-std::uint32_t check_local_sgl(const KeyTable& keys, const void* pd, std::span<const Sge> sgl,
-                              std::uint64_t bytes, Access needed) noexcept;
-// Responder: `rkey` names a region of `pd` granting `right` over [addr, addr+len).
-std::uint32_t check_remote(const KeyTable& keys, const void* pd, std::uint32_t rkey,
-                           std::uint64_t addr, std::uint64_t len, Access right) noexcept;
-
-// The `len` bytes at `offset` into an SGE list when they lie within one SGE
-// (the payload can be sent from there without copying), else nullptr.
-const std::uint8_t* sgl_contiguous(std::span<const Sge> sgl, std::uint64_t offset, std::uint64_t len) noexcept;
-
-// Scatter/gather copies between an SGE list (from `offset` bytes into it)
-// and contiguous memory. The caller checked the list holds offset+len bytes.
-void copy_to_sgl(std::span<const Sge> sgl, std::uint64_t offset, const std::uint8_t* src,
-                 std::uint64_t len) noexcept;
-void copy_from_sgl(std::span<const Sge> sgl, std::uint64_t offset, std::uint8_t* dst,
-                   std::uint64_t len) noexcept;
+// ---------------------------------------------------------------- the kit
+// Vendor errors, the key table, completion rings, SGL checks and copies,
+// work queues: the software-QP kit every software provider shares
+// (engine/swkit), named here as the RC code uses them.
+using enum swkit::VendorErr;
+using swkit::CompletionRing;
+using swkit::CqEntry;
+using swkit::KeyTable;
+using swkit::MrEntry;
+using swkit::check_local_sgl;
+using swkit::check_remote;
+using swkit::copy_from_sgl;
+using swkit::copy_to_sgl;
+using swkit::sgl_bytes;
+using swkit::sgl_contiguous;
 
 }  // namespace rma::roce::rc

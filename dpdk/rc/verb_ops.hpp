@@ -19,14 +19,4 @@ inline bool is_atomic(VerbOp op) noexcept {
 inline std::uint32_t packets_for(std::uint32_t len, std::uint32_t mtu) noexcept {
   return len == 0 ? 1 : (len + mtu - 1) / mtu;
 }
-// The opcode a completion reports for a posted operation (ibv_wc_opcode
-// has no _WITH_IMM forms for the requester).
-inline VerbOp completion_opcode(VerbOp op) noexcept {
-  switch (op) {
-    case VerbOp::kRdmaWriteWithImm: return VerbOp::kRdmaWrite;
-    case VerbOp::kSendWithImm: return VerbOp::kSend;
-    default: return op;
-  }
-}
-
 }  // namespace rma::roce::rc

@@ -3,6 +3,7 @@
 #include "self/completion_queue.hpp"
 #include "self/memory_region.hpp"
 #include "self/queue_pair.hpp"
+#include "swkit/caps.hpp"
 
 namespace rma::self {
 
@@ -13,19 +14,15 @@ DeviceInfo self_device_info() {
   d.transport = "in-process";
   d.link_layer = "none";
   // gid and mac stay zero: nothing here is addressed over a network.
-  DeviceCaps& c = d.caps;
-  c.max_sge = 32;
-  c.max_recv_sge = 32;
-  c.max_inline_data = 256;
-  c.max_qp_rd_atom = 16;
-  c.max_qp_wr = 16384;
-  c.max_cqe = 1u << 20;
-  c.max_qp = 65536;
-  c.max_mr = 1u << 20;
-  c.max_mr_size = std::uint64_t{1} << 46;
-  c.max_msg_size = 1u << 31;
-  c.atomics = true;
-  c.path_mtu = 4096;
+  // In-process: QPs are entries of the fabric's table and queues are
+  // plain memory, so the limits are larger than a NIC's.
+  swkit::QueueLimits l;
+  l.max_qp = 65536;
+  l.max_qp_wr = 16384;
+  l.max_cqe = 1u << 20;
+  l.max_qp_rd_atom = 16;
+  l.path_mtu = 4096;
+  d.caps = swkit::software_caps(l);
   return d;
 }
 

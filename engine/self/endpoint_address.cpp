@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <cstring>
 
 #include "self/fabric.hpp"
 #include "rma/sdk/text.hpp"
+#include "swkit/endpoint_address.hpp"
 
 namespace rma::self {
 
@@ -23,15 +23,6 @@ std::uint64_t get_le(const std::uint8_t* p, int n) noexcept {
   return v;
 }
 
-// The first few bytes, printable, for "this is not ours" messages.
-std::string describe_prefix(const EndpointAddress& a) {
-  std::string s;
-  for (std::uint32_t i = 0; i < a.size && i < 8; ++i) {
-    const auto c = static_cast<unsigned char>(a.bytes[i]);
-    s += std::isprint(c) != 0 ? static_cast<char>(c) : '.';
-  }
-  return s;
-}
 }  // namespace
 
 EndpointAddress encode_endpoint(std::uint32_t qpn) {
@@ -47,24 +38,8 @@ EndpointAddress encode_endpoint(std::uint32_t qpn) {
 }
 
 Result<std::uint32_t> decode_endpoint(const EndpointAddress& a) {
-  if (a.size > EndpointAddress::kMaxSize) {
-    return invalid_argument("endpoint address size " + dec(a.size) + " exceeds " +
-                            dec(EndpointAddress::kMaxSize));
-  }
-  if (a.size < 4 || std::memcmp(a.bytes.data(), kMagic, 4) != 0) {
-    return invalid_argument("endpoint address (" + dec(a.size) + " bytes, starting \"" +
-                            describe_prefix(a) +
-                            "\") was not made by the self provider; it must start with \"self\"");
-  }
-  if (a.size != kEndpointAddressSize) {
-    return invalid_argument("self endpoint address has " + dec(a.size) + " bytes, expected " +
-                            dec(kEndpointAddressSize) + " (truncated or corrupt)");
-  }
+  RMA_RETURN_IF_ERROR(swkit::check_endpoint_header(a, "self", {kMagic, 4}, kEndpointAddressSize, kVersion));
   const std::uint8_t* p = a.bytes.data();
-  if (p[4] != kVersion) {
-    return invalid_argument("self endpoint address has version " + dec(p[4]) + ", expected " +
-                            dec(kVersion));
-  }
   const auto pid = static_cast<std::uint32_t>(get_le(p + 5, 4));
   const std::uint64_t nonce = get_le(p + 9, 8);
   if (pid != static_cast<std::uint32_t>(::getpid()) || nonce != Fabric::instance().nonce()) {

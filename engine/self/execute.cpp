@@ -12,31 +12,17 @@
 
 #include "self/fabric.hpp"
 #include "swkit/orphan_tracker.hpp"
+#include "swkit/sgl.hpp"
 #include "self/queue_pair.hpp"
 #include "self/rnr_timer.hpp"
 
 namespace rma::self {
 
+using namespace swkit;  // the kit's vendor errors and copies
+
 namespace {
 
 void* to_ptr(std::uint64_t addr) noexcept { return reinterpret_cast<void*>(addr); }
-
-// Copies `len` bytes from the gather list `src` into the scatter list `dst`.
-// Both lists hold at least `len` bytes (the caller checked). memmove:
-// in loopback the two may overlap.
-void copy_sgl(std::span<const Sge> dst, std::span<const Sge> src, std::uint64_t len) noexcept {
-  std::size_t di = 0, si = 0;
-  std::uint64_t doff = 0, soff = 0;
-  while (len > 0) {
-    while (doff == dst[di].length) { ++di; doff = 0; }
-    while (soff == src[si].length) { ++si; soff = 0; }
-    const std::uint64_t n = std::min({len, dst[di].length - doff, src[si].length - soff});
-    std::memmove(to_ptr(dst[di].addr + doff), to_ptr(src[si].addr + soff), n);
-    doff += n;
-    soff += n;
-    len -= n;
-  }
-}
 
 bool is_atomic(Opcode op) noexcept {
   return op == Opcode::kAtomicFetchAdd || op == Opcode::kAtomicCmpSwap;
@@ -48,32 +34,7 @@ bool is_atomic(Opcode op) noexcept {
 // lie inside a live region of this QP's PD with the `needed` rights.
 std::uint32_t QpImpl::check_local(std::span<const Sge> sgl, std::uint64_t bytes,
                                   Access needed) const noexcept {
-  const KeyTable& keys = Fabric::instance().keys();
-  for (const Sge& sge : sgl) {
-    if (bytes == 0) break;
-    if (sge.length == 0) continue;
-    const MrEntry* mr = keys.find_lkey(sge.lkey);
-    if (mr == nullptr) return kVeBadLkey;
-    if (mr->pd != pd_.get()) return kVeLkeyOtherPd;
-    if (!mr->contains(sge.addr, sge.length)) return kVeLocalOutOfBounds;
-    if (!has_access(mr->access, needed)) return kVeNoLocalWrite;
-    if (mr->is_orphaned()) return kVeLocalUnmapped;
-    bytes -= std::min<std::uint64_t>(bytes, sge.length);
-  }
-  return kVeNone;
-}
-
-// Responder side: `rkey` must name a live region of this (the target) QP's
-// PD that grants `right` over [addr, addr+len).
-std::uint32_t QpImpl::check_remote(std::uint32_t rkey, std::uint64_t addr, std::uint64_t len,
-                                   Access right) const noexcept {
-  const MrEntry* mr = Fabric::instance().keys().find_rkey(rkey);
-  if (mr == nullptr) return kVeBadRkey;
-  if (mr->pd != pd_.get()) return kVeRkeyOtherPd;
-  if (!has_access(mr->access, right)) return kVeNoRemoteRight;
-  if (addr + len < addr || !mr->contains(addr, len)) return kVeRemoteOutOfBounds;
-  if (mr->is_orphaned()) return kVeRemoteUnmapped;
-  return kVeNone;
+  return swkit::check_local_sgl(Fabric::instance().keys(), pd_.get(), sgl, bytes, needed);
 }
 
 // The head needs a receive at `responder` and none is posted: receiver not
@@ -88,7 +49,7 @@ QpImpl::Step QpImpl::wait_for_receive(const QpImpl& responder) noexcept {
     return Step{Step::kBlocked};
   }
   if (now < rnr_deadline_) return Step{Step::kBlocked};
-  return Step{Step::kFailed, WcStatus::kRnrRetryExcErr, 0, kVeRnrExhausted};
+  return Step{Step::kFailed, WcStatus::kRnrRetryExcErr, 0, kVeRnrExceeded};
 }
 
 QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& responder) noexcept {
@@ -99,10 +60,10 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& respo
   swkit::OrphanTracker::instance().sync();
 
   // The local gather/scatter list: the posted SGEs, or the inline copy.
-  Sge inline_sge{reinterpret_cast<std::uint64_t>(inline_data(seq)),
+  Sge inline_sge{reinterpret_cast<std::uint64_t>(sq_.inline_data(seq)),
                  static_cast<std::uint32_t>(w.length), 0};
   const bool inl = (w.flags & kWrInline) != 0;
-  const std::span<const Sge> local = inl ? std::span<const Sge>(&inline_sge, 1) : send_sgl(seq);
+  const std::span<const Sge> local = inl ? std::span<const Sge>(&inline_sge, 1) : sq_.sgl(seq);
 
   // 1. Requester: local protection. READ and atomic results are written
   //    locally, so their buffers need LOCAL_WRITE.
@@ -128,11 +89,16 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& respo
     return fail(s, ve);
   };
   const Sge remote{w.remote_addr, static_cast<std::uint32_t>(w.length), 0};
+  // Responder side: `rkey` must name a live region of the target QP's PD
+  // that grants `right` over [addr, addr+len).
+  auto check_remote = [&](std::uint64_t len, Access right) {
+    return swkit::check_remote(Fabric::instance().keys(), peer->pd_.get(), w.rkey, w.remote_addr, len, right);
+  };
 
   switch (w.opcode) {
     case Opcode::kRdmaWrite: {
       if (w.length > 0) {
-        const std::uint32_t ve = peer->check_remote(w.rkey, w.remote_addr, w.length, Access::kRemoteWrite);
+        const std::uint32_t ve = check_remote(w.length, Access::kRemoteWrite);
         if (ve != kVeNone) return remote_fail(WcStatus::kRemAccessErr, ve);
         copy_sgl({&remote, 1}, local, w.length);
       }
@@ -140,9 +106,9 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& respo
     }
     case Opcode::kRdmaWriteWithImm: {
       // Consumes a receive (for the immediate); its SGEs are not used.
-      if (peer->rq_next_ == peer->rq_tail_) return wait_for_receive(*peer);
+      if (peer->rq_next_ == peer->rq_.tail()) return wait_for_receive(*peer);
       if (w.length > 0) {
-        const std::uint32_t ve = peer->check_remote(w.rkey, w.remote_addr, w.length, Access::kRemoteWrite);
+        const std::uint32_t ve = check_remote(w.length, Access::kRemoteWrite);
         if (ve != kVeNone) return remote_fail(WcStatus::kRemAccessErr, ve);
         copy_sgl({&remote, 1}, local, w.length);
       }
@@ -152,11 +118,9 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& respo
     }
     case Opcode::kSend:
     case Opcode::kSendWithImm: {
-      if (peer->rq_next_ == peer->rq_tail_) return wait_for_receive(*peer);
-      const std::span<const Sge> rsgl = peer->recv_sgl(peer->rq_next_);
-      std::uint64_t room = 0;
-      for (const Sge& sge : rsgl) room += sge.length;
-      if (w.length > room) {
+      if (peer->rq_next_ == peer->rq_.tail()) return wait_for_receive(*peer);
+      const std::span<const Sge> rsgl = peer->rq_.sgl(peer->rq_next_);
+      if (w.length > sgl_bytes(rsgl)) {
         peer->complete_recv(WcStatus::kLocLenErr, Opcode::kRecv, 0, false, 0, kVeRecvTooSmall);
         return remote_fail(WcStatus::kRemInvReqErr, kVeRecvTooSmall);
       }
@@ -175,7 +139,7 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& respo
     }
     case Opcode::kRdmaRead: {
       if (w.length > 0) {
-        const std::uint32_t ve = peer->check_remote(w.rkey, w.remote_addr, w.length, Access::kRemoteRead);
+        const std::uint32_t ve = check_remote(w.length, Access::kRemoteRead);
         if (ve != kVeNone) return remote_fail(WcStatus::kRemAccessErr, ve);
         copy_sgl(local, {&remote, 1}, w.length);
       }
@@ -183,7 +147,7 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq, QpImpl*& respo
     }
     case Opcode::kAtomicFetchAdd:
     case Opcode::kAtomicCmpSwap: {
-      const std::uint32_t ve = peer->check_remote(w.rkey, w.remote_addr, 8, Access::kRemoteAtomic);
+      const std::uint32_t ve = check_remote(8, Access::kRemoteAtomic);
       if (ve != kVeNone) return remote_fail(WcStatus::kRemAccessErr, ve);
       // post() rejects this already; the responder checks anyway, as a
       // responder cannot trust its requester.

@@ -20,7 +20,6 @@ Fabric& Fabric::instance() noexcept {
 
 Fabric::Fabric()
     : nonce_(random64()),
-      keys_(static_cast<std::uint32_t>(random64())),
       // Start somewhere other than 0 so QP numbers do not look like indices.
       next_qpn_(0x100u + static_cast<std::uint32_t>(random64() & 0xFFFFu)) {}
 

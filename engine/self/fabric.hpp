@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 #include "rma/sdk/status.hpp"
-#include "self/key_table.hpp"
+#include "swkit/key_table.hpp"
 
 namespace rma::self {
 
@@ -30,7 +30,7 @@ class Fabric {
   std::mutex& mutex() noexcept { return mutex_; }
 
   // Everything below requires mutex() to be held.
-  KeyTable& keys() noexcept { return keys_; }
+  swkit::KeyTable& keys() noexcept { return keys_; }
 
   // Assigns a QP number (24 bits, never reused while the process lives, so a
   // stale address cannot name a newer QP). kResourceExhausted past max_qp.
@@ -47,7 +47,7 @@ class Fabric {
 
   std::mutex mutex_;
   std::uint64_t nonce_;
-  KeyTable keys_;
+  swkit::KeyTable keys_;
   std::unordered_map<std::uint32_t, QpImpl*> qps_;
   std::uint32_t next_qpn_;
 };

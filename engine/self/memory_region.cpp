@@ -21,9 +21,9 @@ Result<std::unique_ptr<MemoryRegion>> MrImpl::create(std::shared_ptr<PdImpl> pd,
   watch->end = (a + length + page - 1) & ~(page - 1);
   swkit::OrphanTracker::instance().add(watch.get());
   Fabric& fabric = Fabric::instance();
-  Result<KeyTable::Keys> keys = [&] {
+  Result<swkit::KeyTable::Keys> keys = [&] {
     std::lock_guard lock(fabric.mutex());
-    return fabric.keys().insert(MrEntry{a, length, access, pd.get(), &watch->orphaned}, pd->caps().max_mr);
+    return fabric.keys().insert(swkit::MrEntry{a, length, access, pd.get(), &watch->orphaned}, pd->caps().max_mr);
   }();
   if (!keys.ok()) {
     swkit::OrphanTracker::instance().remove(watch.get());

@@ -3,7 +3,6 @@
 #include "self/queue_pair.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <mutex>
 #include <new>
 
@@ -14,25 +13,6 @@
 
 namespace rma::self {
 
-namespace {
-
-// Completion opcodes on the requester side, as ibv_wc_opcode reports them:
-// the *_WITH_IMM variants complete as their plain forms.
-Opcode send_completion_opcode(Opcode op) noexcept {
-  switch (op) {
-    case Opcode::kRdmaWriteWithImm: return Opcode::kRdmaWrite;
-    case Opcode::kSendWithImm: return Opcode::kSend;
-    default: return op;
-  }
-}
-
-template <typename T>
-std::unique_ptr<T[]> alloc_array(std::size_t n) noexcept {
-  return std::unique_ptr<T[]>(new (std::nothrow) T[n]());
-}
-
-}  // namespace
-
 // ------------------------------------------------------------------ life cycle
 
 QpImpl::QpImpl(std::shared_ptr<PdImpl> pd, const QpConfig& c, std::shared_ptr<CqImpl> send_cq,
@@ -40,24 +20,15 @@ QpImpl::QpImpl(std::shared_ptr<PdImpl> pd, const QpConfig& c, std::shared_ptr<Cq
     : pd_(std::move(pd)),
       send_cq_(std::move(send_cq)),
       recv_cq_(std::move(recv_cq)),
-      max_send_wr_(c.max_send_wr),
-      max_recv_wr_(c.max_recv_wr),
       max_send_sge_(c.max_send_sge),
       max_recv_sge_(c.max_recv_sge),
       max_inline_(c.max_inline_data),
       rnr_retry_(c.rnr_retry),
       min_rnr_timer_(c.min_rnr_timer) {}
 
-Status QpImpl::allocate_queues() {
-  // Everything the data path touches is allocated here, once.
-  sq_ = alloc_array<SendWqe>(max_send_wr_);
-  sq_sge_ = alloc_array<Sge>(std::size_t{max_send_wr_} * max_send_sge_);
-  sq_inline_ = alloc_array<std::uint8_t>(std::size_t{max_send_wr_} * max_inline_);
-  rq_ = alloc_array<RecvWqe>(max_recv_wr_);
-  rq_sge_ = alloc_array<Sge>(std::size_t{max_recv_wr_} * max_recv_sge_);
-  if (!sq_ || !sq_sge_ || !sq_inline_ || !rq_ || !rq_sge_) {
-    return resource_exhausted("create_qp: cannot allocate the work queues");
-  }
+Status QpImpl::allocate_queues(const QpConfig& c) {
+  RMA_RETURN_IF_ERROR(sq_.init(c.max_send_wr, max_send_sge_, max_inline_));
+  RMA_RETURN_IF_ERROR(rq_.init(c.max_recv_wr, max_recv_sge_, 0));
   senders_.reserve(1);
   return {};
 }
@@ -73,7 +44,7 @@ Result<std::unique_ptr<QueuePair>> QpImpl::create(std::shared_ptr<PdImpl> pd,
   std::unique_ptr<QpImpl> qp(new (std::nothrow) QpImpl(std::move(pd), config, std::move(send_cq),
                                                        std::move(recv_cq)));
   if (!qp) return resource_exhausted("create_qp: out of memory");
-  RMA_RETURN_IF_ERROR(qp->allocate_queues());
+  RMA_RETURN_IF_ERROR(qp->allocate_queues(config));
 
   Fabric& fabric = Fabric::instance();
   std::lock_guard lock(fabric.mutex());
@@ -133,78 +104,11 @@ Status QpImpl::set_error() {
 
 // ------------------------------------------------------------------ posting
 
-std::span<const Sge> QpImpl::send_sgl(std::uint64_t seq) const noexcept {
-  const std::size_t slot = seq % max_send_wr_;
-  return {sq_sge_.get() + slot * max_send_sge_, sq_[slot].num_sge};
-}
-
-std::span<const Sge> QpImpl::recv_sgl(std::uint64_t seq) const noexcept {
-  const std::size_t slot = seq % max_recv_wr_;
-  return {rq_sge_.get() + slot * max_recv_sge_, rq_[slot].num_sge};
-}
-
-std::uint8_t* QpImpl::inline_data(std::uint64_t seq) const noexcept {
-  return sq_inline_.get() + (seq % max_send_wr_) * max_inline_;
-}
-
-const char* QpImpl::check_send(const WorkRequest& wr, StatusCode& code) const noexcept {
-  code = StatusCode::kFailedPrecondition;
-  const QpState s = state();
-  if (s == QpState::kError) return "QP is in the error state";
-  if (s != QpState::kRts) return "QP is not in RTS state";
-
-  std::uint64_t total = 0;
-  if (const char* why = check_send_wr(wr, SendLimits{max_send_sge_, max_inline_, pd_->caps().max_msg_size}, &total, code)) {
-    return why;
-  }
-  code = StatusCode::kResourceExhausted;
-  if (sq_tail_ - sq_retired_ >= max_send_wr_) return "send queue full";
-  code = StatusCode::kOk;
-  return nullptr;
-}
-
-void QpImpl::enqueue_send(const WorkRequest& wr, std::uint64_t length) noexcept {
-  const std::uint64_t seq = sq_tail_;
-  SendWqe& w = sq_[seq % max_send_wr_];
-  w.wr_id = wr.wr_id;
-  w.remote_addr = wr.remote_addr;
-  w.compare_add = wr.compare_add;
-  w.swap = wr.swap;
-  w.length = length;
-  w.rkey = wr.rkey;
-  w.imm_data = wr.imm_data;
-  w.flags = wr.flags;
-  w.opcode = wr.opcode;
-  if ((wr.flags & kWrInline) != 0) {
-    // The payload is copied now, so the caller may reuse its buffers as soon
-    // as post() returns; lkeys are not looked at.
-    std::uint8_t* dst = inline_data(seq);
-    for (const Sge& sge : wr.sgl) {
-      if (sge.length == 0) continue;
-      std::memcpy(dst, reinterpret_cast<const void*>(sge.addr), sge.length);
-      dst += sge.length;
-    }
-    w.num_sge = 0;
-  } else {
-    std::copy(wr.sgl.begin(), wr.sgl.end(), sq_sge_.get() + (seq % max_send_wr_) * max_send_sge_);
-    w.num_sge = static_cast<std::uint32_t>(wr.sgl.size());
-  }
-  ++sq_tail_;
-}
-
 PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
   std::lock_guard lock(Fabric::instance().mutex());
-  PostResult result;
-  for (std::size_t i = 0; i < wrs.size(); ++i) {
-    StatusCode code;
-    if (const char* why = check_send(wrs[i], code)) {
-      result = PostResult{code, static_cast<std::uint32_t>(i), why};
-      break;
-    }
-    std::uint64_t length = 0;
-    for (const Sge& sge : wrs[i].sgl) length += sge.length;
-    enqueue_send(wrs[i], length);
-  }
+  const SendLimits limits{max_send_sge_, max_inline_, pd_->caps().max_msg_size};
+  // Nothing to keep besides the request: execution checks the keys.
+  const PostResult result = swkit::post_sends(sq_, state(), limits, wrs, [](SendWqe&, std::uint64_t) {});
   // Everything accepted is queued before anything runs, so a request that
   // fails does not make later requests of the same list look unpostable:
   // they are accepted and then flushed, as on a NIC.
@@ -212,41 +116,12 @@ PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
   return result;
 }
 
-const char* QpImpl::check_recv(const RecvRequest& wr, StatusCode& code) const noexcept {
-  code = StatusCode::kFailedPrecondition;
-  const QpState s = state();
-  if (s == QpState::kReset) return "QP is in RESET state";
-  if (s == QpState::kError) return "QP is in the error state";
-  code = StatusCode::kInvalidArgument;
-  if (wr.sgl.size() > max_recv_sge_) return "too many SGEs";
-  code = StatusCode::kResourceExhausted;
-  if (rq_tail_ - rq_retired_ >= max_recv_wr_) return "receive queue full";
-  code = StatusCode::kOk;
-  return nullptr;
-}
-
-void QpImpl::enqueue_recv(const RecvRequest& wr) noexcept {
-  const std::size_t slot = rq_tail_ % max_recv_wr_;
-  rq_[slot].wr_id = wr.wr_id;
-  rq_[slot].num_sge = static_cast<std::uint32_t>(wr.sgl.size());
-  std::copy(wr.sgl.begin(), wr.sgl.end(), rq_sge_.get() + slot * max_recv_sge_);
-  ++rq_tail_;
-}
-
 PostResult QpImpl::post_recv(std::span<const RecvRequest> wrs) noexcept {
   std::lock_guard lock(Fabric::instance().mutex());
-  PostResult result;
-  for (std::size_t i = 0; i < wrs.size(); ++i) {
-    StatusCode code;
-    if (const char* why = check_recv(wrs[i], code)) {
-      result = PostResult{code, static_cast<std::uint32_t>(i), why};
-      break;
-    }
-    enqueue_recv(wrs[i]);
-  }
+  const PostResult result = swkit::post_receives(rq_, state(), max_recv_sge_, wrs);
   // Requesters that were waiting for a receive here (RNR) can go on now.
   for (QpImpl* sender : senders_) {
-    if (sender->sq_exec_ < sender->sq_tail_) sender->drive();
+    if (sender->sq_exec_ < sender->sq_.tail()) sender->drive();
   }
   return result;
 }
@@ -254,9 +129,9 @@ PostResult QpImpl::post_recv(std::span<const RecvRequest> wrs) noexcept {
 // ------------------------------------------------------------------ completions
 
 void QpImpl::drive() noexcept {
-  while (state() == QpState::kRts && sq_exec_ < sq_tail_) {
+  while (state() == QpState::kRts && sq_exec_ < sq_.tail()) {
     const std::uint64_t seq = sq_exec_;
-    const SendWqe& w = sq_[seq % max_send_wr_];
+    const SendWqe& w = sq_[seq];
     QpImpl* responder = nullptr;
     const Step step = execute(w, seq, responder);
     if (step.kind == Step::kBlocked) return;
@@ -264,7 +139,7 @@ void QpImpl::drive() noexcept {
     ++sq_exec_;
     if (step.kind == Step::kDone) {
       if ((w.flags & kWrSignaled) != 0) {
-        complete_send(seq, w, WcStatus::kSuccess, step.byte_len, kVeNone);
+        complete_send(seq, w, WcStatus::kSuccess, step.byte_len, swkit::kVeNone);
       }
     } else {
       complete_send(seq, w, step.status, 0, step.vendor_err);
@@ -281,40 +156,23 @@ void QpImpl::retire(bool send_queue, std::uint64_t seq) noexcept {
   // Completions of one queue are produced in order, and each covers every
   // earlier request of its queue (the unsignaled ones too).
   if (send_queue) {
-    sq_retired_ = std::max(sq_retired_, seq + 1);
+    sq_.retire(seq);
   } else {
-    rq_retired_ = std::max(rq_retired_, seq + 1);
+    rq_.retire(seq);
   }
 }
 
 void QpImpl::complete_send(std::uint64_t seq, const SendWqe& w, WcStatus status,
                            std::uint32_t byte_len, std::uint32_t vendor_err) noexcept {
-  CqEntry e;
-  e.wc.wr_id = w.wr_id;
-  e.wc.status = status;
-  e.wc.opcode = send_completion_opcode(w.opcode);
-  e.wc.byte_len = byte_len;
-  e.wc.qp_num = qpn_;
-  e.wc.vendor_err = vendor_err;
-  e.send_queue = true;
-  e.seq = seq;
-  if (!send_cq_->push(e)) needs_error_ = true;  // a lost completion breaks the QP
+  // A lost completion breaks the QP.
+  if (!send_cq_->push(swkit::send_completion(w, seq, qpn_, status, byte_len, vendor_err))) needs_error_ = true;
 }
 
 void QpImpl::complete_recv(WcStatus status, Opcode opcode, std::uint32_t byte_len, bool has_imm,
                            std::uint32_t imm, std::uint32_t vendor_err) noexcept {
   const std::uint64_t seq = rq_next_++;
-  CqEntry e;
-  e.wc.wr_id = rq_[seq % max_recv_wr_].wr_id;
-  e.wc.status = status;
-  e.wc.opcode = opcode;
-  e.wc.has_imm = has_imm;
-  e.wc.imm_data = has_imm ? imm : 0;
-  e.wc.byte_len = byte_len;
-  e.wc.qp_num = qpn_;
-  e.wc.vendor_err = vendor_err;
-  e.send_queue = false;
-  e.seq = seq;
+  const swkit::CqEntry e =
+      swkit::recv_completion(rq_[seq], seq, qpn_, status, opcode, byte_len, has_imm, imm, vendor_err);
   if (!recv_cq_->push(e)) needs_error_ = true;
 }
 
@@ -323,12 +181,12 @@ void QpImpl::enter_error() noexcept {
   rnr_armed_ = false;
   // Every request not yet executed, and every receive not yet consumed,
   // completes with WR_FLUSH_ERR, signaled or not.
-  while (sq_exec_ < sq_tail_) {
+  while (sq_exec_ < sq_.tail()) {
     const std::uint64_t seq = sq_exec_++;
-    complete_send(seq, sq_[seq % max_send_wr_], WcStatus::kWrFlushErr, 0, kVeFlushed);
+    complete_send(seq, sq_[seq], WcStatus::kWrFlushErr, 0, swkit::kVeFlushed);
   }
-  while (rq_next_ < rq_tail_) {
-    complete_recv(WcStatus::kWrFlushErr, Opcode::kRecv, 0, false, 0, kVeFlushed);
+  while (rq_next_ < rq_.tail()) {
+    complete_recv(WcStatus::kWrFlushErr, Opcode::kRecv, 0, false, 0, swkit::kVeFlushed);
   }
   needs_error_ = false;  // done; flushes lost to an overrun change nothing more
 }

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "self_test_util.hpp"
-#include "self/vendor_err.hpp"
+#include "swkit/vendor_err.hpp"
 
 namespace rma::self::testing {
 namespace {
@@ -131,7 +131,7 @@ TEST_F(SelfConnect, SetErrorFlushesEverythingAndIsIdempotent) {
   for (const Completion& c : wcs) {
     EXPECT_EQ(c.status, WcStatus::kWrFlushErr);
     EXPECT_EQ(c.qp_num, a->qp_num());
-    EXPECT_EQ(c.vendor_err, kVeFlushed);
+    EXPECT_EQ(c.vendor_err, swkit::kVeFlushed);
   }
   ASSERT_TRUE(a->set_error().ok());
   EXPECT_TRUE(drain().empty());

@@ -2,7 +2,7 @@
 // remote protection errors, length errors, lost peers — and in every case
 // that nothing changed in the target memory.
 #include "self_test_util.hpp"
-#include "self/vendor_err.hpp"
+#include "swkit/vendor_err.hpp"
 
 namespace rma::self::testing {
 namespace {
@@ -143,16 +143,16 @@ TEST_F(SelfErrors, ReceiveRejections) {
 
 TEST_F(SelfErrors, BadLkey) {
   Sge s = src.sge(0, 8);
-  s.lkey = src.mr->lkey() ^ 0x1;  // wrong generation
+  s.lkey = src.mr->lkey() ^ 0x1;  // names no region
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey()), WcStatus::kLocProtErr,
-                 kVeBadLkey, QpState::kError, QpState::kRts);
+                 swkit::kVeBadLkey, QpState::kError, QpState::kRts);
 }
 
 TEST_F(SelfErrors, RkeyUsedAsLkey) {
   Sge s = src.sge(0, 8);
   s.lkey = src.rkey();
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey()), WcStatus::kLocProtErr,
-                 kVeBadLkey, QpState::kError, QpState::kRts);
+                 swkit::kVeBadLkey, QpState::kError, QpState::kRts);
 }
 
 TEST_F(SelfErrors, LkeyFromAnotherPd) {
@@ -160,26 +160,26 @@ TEST_F(SelfErrors, LkeyFromAnotherPd) {
   Buffer other = buffer(64, kAllAccess, 0, pd2.get());
   Sge s = other.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey()), WcStatus::kLocProtErr,
-                 kVeLkeyOtherPd, QpState::kError, QpState::kRts);
+                 swkit::kVeLkeyOtherPd, QpState::kError, QpState::kRts);
 }
 
 TEST_F(SelfErrors, LocalSgeOutOfBoundsByOneByte) {
   Sge s = src.sge(4000, 97);  // ends one byte past the 4096-byte region
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey()), WcStatus::kLocProtErr,
-                 kVeLocalOutOfBounds, QpState::kError, QpState::kRts);
+                 swkit::kVeLocalOutOfBounds, QpState::kError, QpState::kRts);
 }
 
 TEST_F(SelfErrors, LocalSgeStartsBeforeRegion) {
   Sge s{src.addr() - 1, 8, src.mr->lkey()};
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey()), WcStatus::kLocProtErr,
-                 kVeLocalOutOfBounds, QpState::kError, QpState::kRts);
+                 swkit::kVeLocalOutOfBounds, QpState::kError, QpState::kRts);
 }
 
 TEST_F(SelfErrors, ReadIntoRegionWithoutLocalWrite) {
   Buffer ro = buffer(64, Access::kRemoteRead, 0x33);
   Sge s = ro.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaRead, {&s, 1}, dst.addr(), dst.rkey()), WcStatus::kLocProtErr,
-                 kVeNoLocalWrite, QpState::kError, QpState::kRts);
+                 swkit::kVeNoLocalWrite, QpState::kError, QpState::kRts);
   EXPECT_TRUE(ro.all(0x33));
 }
 
@@ -188,7 +188,7 @@ TEST_F(SelfErrors, AtomicResultWithoutLocalWrite) {
   Sge s = ro.sge(0, 8);
   WorkRequest wr = make_wr(Opcode::kAtomicFetchAdd, {&s, 1}, dst.addr(), dst.rkey());
   wr.compare_add = 1;
-  expect_failure(wr, WcStatus::kLocProtErr, kVeNoLocalWrite, QpState::kError, QpState::kRts);
+  expect_failure(wr, WcStatus::kLocProtErr, swkit::kVeNoLocalWrite, QpState::kError, QpState::kRts);
   EXPECT_TRUE(ro.all(0x33));
 }
 
@@ -196,7 +196,7 @@ TEST_F(SelfErrors, DestroyedLocalRegion) {
   Sge s = src.sge(0, 8);
   src.mr.reset();
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey()), WcStatus::kLocProtErr,
-                 kVeBadLkey, QpState::kError, QpState::kRts);
+                 swkit::kVeBadLkey, QpState::kError, QpState::kRts);
 }
 
 // ------------------------------------------------------------ remote protection
@@ -204,13 +204,13 @@ TEST_F(SelfErrors, DestroyedLocalRegion) {
 TEST_F(SelfErrors, BadRkey) {
   Sge s = src.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey() ^ 0x1),
-                 WcStatus::kRemAccessErr, kVeBadRkey, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeBadRkey, QpState::kError, QpState::kError);
 }
 
 TEST_F(SelfErrors, LkeyUsedAsRkey) {
   Sge s = src.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.mr->lkey()),
-                 WcStatus::kRemAccessErr, kVeBadRkey, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeBadRkey, QpState::kError, QpState::kError);
 }
 
 TEST_F(SelfErrors, RkeyOfAnotherPdIsRejectedByResponder) {
@@ -218,7 +218,7 @@ TEST_F(SelfErrors, RkeyOfAnotherPdIsRejectedByResponder) {
   Buffer other = buffer(64, kAllAccess, 0xEE, pd2.get());
   Sge s = src.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, other.addr(), other.rkey()),
-                 WcStatus::kRemAccessErr, kVeRkeyOtherPd, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeRkeyOtherPd, QpState::kError, QpState::kError);
   EXPECT_TRUE(other.all(0xEE));
 }
 
@@ -226,7 +226,7 @@ TEST_F(SelfErrors, WriteWithoutRemoteWrite) {
   Buffer target = buffer(64, Access::kLocalWrite | Access::kRemoteRead | Access::kRemoteAtomic, 0xEE);
   Sge s = src.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, target.addr(), target.rkey()),
-                 WcStatus::kRemAccessErr, kVeNoRemoteRight, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeNoRemoteRight, QpState::kError, QpState::kError);
   EXPECT_TRUE(target.all(0xEE));
 }
 
@@ -235,7 +235,7 @@ TEST_F(SelfErrors, ReadWithoutRemoteRead) {
   Buffer local = buffer(64, kAllAccess, 0xEE);
   Sge s = local.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaRead, {&s, 1}, target.addr(), target.rkey()),
-                 WcStatus::kRemAccessErr, kVeNoRemoteRight, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeNoRemoteRight, QpState::kError, QpState::kError);
   EXPECT_TRUE(local.all(0xEE));
 }
 
@@ -246,7 +246,7 @@ TEST_F(SelfErrors, AtomicWithoutRemoteAtomic) {
   WorkRequest wr = make_wr(Opcode::kAtomicCmpSwap, {&s, 1}, target.addr(), target.rkey());
   wr.compare_add = 0xEEEEEEEEEEEEEEEEull;
   wr.swap = 1;
-  expect_failure(wr, WcStatus::kRemAccessErr, kVeNoRemoteRight, QpState::kError, QpState::kError);
+  expect_failure(wr, WcStatus::kRemAccessErr, swkit::kVeNoRemoteRight, QpState::kError, QpState::kError);
   EXPECT_TRUE(target.all(0xEE));
   EXPECT_TRUE(local.all(0x11));
 }
@@ -254,26 +254,26 @@ TEST_F(SelfErrors, AtomicWithoutRemoteAtomic) {
 TEST_F(SelfErrors, RemoteOutOfBoundsByOneByte) {
   Sge s = src.sge(0, 97);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(4000), dst.rkey()),
-                 WcStatus::kRemAccessErr, kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
 }
 
 TEST_F(SelfErrors, RemoteStartsBeforeRegion) {
   Sge s = src.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr() - 1, dst.rkey()),
-                 WcStatus::kRemAccessErr, kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
 }
 
 TEST_F(SelfErrors, RemoteRangeThatWraps) {
   Sge s = src.sge(0, 16);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, ~std::uint64_t{0} - 7, dst.rkey()),
-                 WcStatus::kRemAccessErr, kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
 }
 
 TEST_F(SelfErrors, ReadOutOfBoundsByOneByte) {
   Buffer local = buffer(128, kAllAccess, 0x99);
   Sge s = local.sge(0, 65);
   expect_failure(make_wr(Opcode::kRdmaRead, {&s, 1}, dst.addr(4096 - 64), dst.rkey()),
-                 WcStatus::kRemAccessErr, kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
+                 WcStatus::kRemAccessErr, swkit::kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
   EXPECT_TRUE(local.all(0x99));
 }
 
@@ -281,7 +281,7 @@ TEST_F(SelfErrors, AtomicOnLastWordFitsAndOnePastFails) {
   Sge s = src.sge(0, 8);
   WorkRequest wr = make_wr(Opcode::kAtomicFetchAdd, {&s, 1}, dst.addr(4096), dst.rkey());
   wr.compare_add = 1;
-  expect_failure(wr, WcStatus::kRemAccessErr, kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
+  expect_failure(wr, WcStatus::kRemAccessErr, swkit::kVeRemoteOutOfBounds, QpState::kError, QpState::kError);
 }
 
 TEST_F(SelfErrors, DestroyedRemoteRegion) {
@@ -292,7 +292,7 @@ TEST_F(SelfErrors, DestroyedRemoteRegion) {
   dst = buffer(8, kAllAccess, 0xEE);  // expect_failure checks this one
   Sge s = src.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, addr, rkey), WcStatus::kRemAccessErr,
-                 kVeBadRkey, QpState::kError, QpState::kError);
+                 swkit::kVeBadRkey, QpState::kError, QpState::kError);
   EXPECT_TRUE(keep.all(0xEE));
 }
 
@@ -359,7 +359,7 @@ TEST_F(SelfErrors, ReceiveBufferWithBadLkey) {
   auto wcs = drain();
   ASSERT_EQ(wcs.size(), 2u);
   EXPECT_EQ(wcs[0].status, WcStatus::kLocProtErr);
-  EXPECT_EQ(wcs[0].vendor_err, kVeRecvBufferInvalid);
+  EXPECT_EQ(wcs[0].vendor_err, swkit::kVeRecvBufferInvalid);
   EXPECT_EQ(wcs[1].status, WcStatus::kRemOpErr);
   EXPECT_TRUE(dst.all(0xEE));
 }
@@ -372,7 +372,7 @@ TEST_F(SelfErrors, DestroyedPeer) {
   ASSERT_TRUE(post1(*a, make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey(), 3)).ok());
   Completion c = one();
   EXPECT_EQ(c.status, WcStatus::kRetryExcErr);
-  EXPECT_EQ(c.vendor_err, kVePeerGone);
+  EXPECT_EQ(c.vendor_err, swkit::kVePeerGone);
   EXPECT_TRUE(dst.all(0xEE));
   EXPECT_EQ(a->state(), QpState::kError);
 }
@@ -385,7 +385,7 @@ TEST_F(SelfErrors, PeerNotConnectedYet) {
   ASSERT_TRUE(post1(*lonely, make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey())).ok());
   Completion c = one();
   EXPECT_EQ(c.status, WcStatus::kRetryExcErr);
-  EXPECT_EQ(c.vendor_err, kVePeerNotReady);
+  EXPECT_EQ(c.vendor_err, swkit::kVePeerNotReady);
   EXPECT_TRUE(dst.all(0xEE));
 }
 
@@ -393,7 +393,7 @@ TEST_F(SelfErrors, PeerInErrorState) {
   ASSERT_TRUE(b->set_error().ok());
   Sge s = src.sge(0, 8);
   expect_failure(make_wr(Opcode::kRdmaWrite, {&s, 1}, dst.addr(), dst.rkey()), WcStatus::kRetryExcErr,
-                 kVePeerNotReady, QpState::kError, QpState::kError);
+                 swkit::kVePeerNotReady, QpState::kError, QpState::kError);
 }
 
 // ------------------------------------------------------------ errors are fatal

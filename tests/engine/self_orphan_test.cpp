@@ -10,7 +10,7 @@
 #include <cstring>
 #include <memory>
 
-#include "self/vendor_err.hpp"
+#include "swkit/vendor_err.hpp"
 #include "self_loopback.hpp"
 
 namespace rma {
@@ -54,7 +54,7 @@ TEST_F(OrphanTest, WriteIntoUnmappedRegionFailsWithoutFaulting) {
   ASSERT_EQ(munmap(p, kPage), 0);
   Completion c = write_and_wait(reinterpret_cast<std::uint64_t>(p), (*mr)->rkey(), src_mr->lkey());
   EXPECT_EQ(c.status, WcStatus::kRemAccessErr);
-  EXPECT_EQ(c.vendor_err, self::kVeRemoteUnmapped);
+  EXPECT_EQ(c.vendor_err, swkit::kVeRemoteUnmapped);
 }
 
 TEST_F(OrphanTest, StaleRegionNeverWritesIntoANewMappingAtTheSameAddress) {
@@ -103,7 +103,7 @@ TEST_F(OrphanTest, DiscardedSourceIsALocalProtectionError) {
   while (self.cq->poll({&c, 1}) == 0) {
   }
   EXPECT_EQ(c.status, WcStatus::kLocProtErr);
-  EXPECT_EQ(c.vendor_err, self::kVeLocalUnmapped);
+  EXPECT_EQ(c.vendor_err, swkit::kVeLocalUnmapped);
   munmap(p, kPage);
 }
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "self_test_util.hpp"
-#include "self/vendor_err.hpp"
+#include "swkit/vendor_err.hpp"
 
 namespace rma::self::testing {
 namespace {
@@ -179,7 +179,7 @@ TEST_F(SelfQueue, RnrFiniteRetryExpires) {
   ASSERT_EQ(wcs.size(), 2u);
   EXPECT_EQ(wcs[0].wr_id, 1u);
   EXPECT_EQ(wcs[0].status, WcStatus::kRnrRetryExcErr);
-  EXPECT_EQ(wcs[0].vendor_err, kVeRnrExhausted);
+  EXPECT_EQ(wcs[0].vendor_err, swkit::kVeRnrExceeded);
   EXPECT_EQ(wcs[1].wr_id, 2u);
   EXPECT_EQ(wcs[1].status, WcStatus::kWrFlushErr);
   EXPECT_EQ(a->state(), QpState::kError);
@@ -233,7 +233,7 @@ TEST_F(SelfQueue, RnrWaiterFailsWhenPeerIsDestroyed) {
   b.reset();
   Completion c = one();  // noticed by polling alone
   EXPECT_EQ(c.status, WcStatus::kRetryExcErr);
-  EXPECT_EQ(c.vendor_err, kVePeerGone);
+  EXPECT_EQ(c.vendor_err, swkit::kVePeerGone);
 }
 
 // A progress thread polls while a user thread posts: nothing lost, nothing

@@ -1,0 +1,27 @@
+#include "swkit/completion_ring.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <new>
+#include <string>
+
+namespace rma::swkit {
+
+Status CompletionRing::init(std::uint32_t depth) {
+  if (depth == 0) return invalid_argument("create_cq: depth 0");
+  ring_.reset(new (std::nothrow) CqEntry[depth]);
+  if (!ring_) return resource_exhausted("create_cq: cannot allocate " + std::to_string(depth) + " entries");
+  depth_ = depth;
+  return {};
+}
+
+bool CompletionRing::lose(const CqEntry& lost) noexcept {
+  std::snprintf(reason_, sizeof reason_,
+                "completion queue overrun (depth %u): a completion of QP %u (wr_id %" PRIu64
+                ") was lost; poll faster or make the CQ deeper",
+                depth_, lost.wc.qp_num, lost.wc.wr_id);
+  overrun_.store(true, std::memory_order_release);
+  return false;
+}
+
+}  // namespace rma::swkit

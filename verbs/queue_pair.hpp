@@ -27,6 +27,7 @@ class QpImpl final : public QueuePair {
   ~QpImpl() override;
 
   std::uint32_t qp_num() const noexcept override { return qp_->qp_num; }
+  std::uint32_t initial_psn() const noexcept override { return psn_; }  // the sq_psn given at RTR->RTS
   // Asks the device (ibv_query_qp): a QP that failed a work request is in
   // the error state although nobody called set_error().
   QpState state() const noexcept override;

@@ -186,11 +186,10 @@ QpInfo from_perftest_key(Session& s, const wire::Key& k) {
   return r;
 }
 
-// Our QP's record, with the PSN, LID and GID the verbs provider chose.
+// Our QP's record, with the LID and GID the verbs provider chose.
 void describe_for_perftest(Session& s, QpInfo& q) {
   auto e = verbs::describe_endpoint(q.address);
   if (!e.ok()) fatal(s, "cannot read our QP's verbs address: " + e.status().message());
-  q.psn = e->psn;
   q.lid = e->lid;
   q.gid = e->gid;
 }
@@ -312,14 +311,14 @@ void setup(Session& s) {
     if (!addr.ok()) fatal(s, "cannot read the address of QP " + std::to_string(i) + ": " + addr.status().message());
     q.local.address = *addr;
     q.local.qpn = q.qp->qp_num();
-    q.local.psn = 0;  // the provider picks the PSN; the contract does not expose it
+    q.local.psn = q.qp->initial_psn();
     q.local.rkey = s.reg.rkey();
     q.local.vaddr = reinterpret_cast<std::uint64_t>(q.target);
     q.local.size = s.slot;
     q.local.out_reads = o.outs;
     q.local.gid = info.gid;
 #if RMA_PERFTEST_HAVE_VERBS
-    if (s.provider == "verbs") describe_for_perftest(s, q.local);  // the real PSN, LID and GID
+    if (s.provider == "verbs") describe_for_perftest(s, q.local);  // the LID and GID
 #endif
   }
 

@@ -219,6 +219,8 @@ class QpImpl final : public QueuePair {
   }
   std::uint32_t qp_num() const noexcept override { return qp_->qpn(); }
   QpState state() const noexcept override { return qp_->state(); }
+  // Drawn at creation and never changed after (rc/qp.hpp).
+  std::uint32_t initial_psn() const noexcept override { return qp_->local_psn(); }
 
   Result<EndpointAddress> local_address() const override {
     const roce::LinkInfo& li = engine().link_info();

@@ -38,6 +38,8 @@ class QpImpl final : public QueuePair {
   QpImpl& operator=(const QpImpl&) = delete;
 
   std::uint32_t qp_num() const noexcept override { return qpn_; }
+  // In-process: requests are executed, never sent as packets.
+  std::uint32_t initial_psn() const noexcept override { return 0; }
   QpState state() const noexcept override { return state_.load(std::memory_order_relaxed); }
   Result<EndpointAddress> local_address() const override;
   Status connect(const EndpointAddress& remote) override;

@@ -81,6 +81,24 @@ case "$CASE" in
       # a data row: the size then the iteration count
       grep -Eq '^ [0-9]+ +[0-9]+ +[0-9.]+' "$WORK/$side.out" || fail "$side printed no result row"
     done
+    # The addresses are the QPs' real ones: what one side prints as its own
+    # QPN, PSN and RKey the other prints as the remote's, and the PSNs are
+    # the random ones the NIC starts from (not all zero).
+    fields() {  # side file...: "QPN q PSN p [RKey r]" per address line, sorted
+      awk -v side="$1" '$0 ~ side " address:" {
+        out = ""
+        for (i = 1; i < NF; i++) if ($i == "QPN" || $i == "PSN" || $i == "RKey") out = out $i " " $(i + 1) " "
+        print out
+      }' "${@:2}" | sort
+    }
+    for pair in "server client" "client server"; do
+      set -- $pair
+      [ -n "$(fields local "$WORK/$1.out")" ] || fail "$1 printed no QPN/PSN"
+      [ "$(fields local "$WORK/$1.out")" = "$(fields remote "$WORK/$2.out")" ] ||
+        fail "$1's local QPN/PSN/RKey differ from what $2 prints as remote"
+    done
+    fields local "$WORK/server.out" "$WORK/client.out" | grep -Eqv 'PSN (0x)?0+ ' ||
+      fail "every PSN printed is 0"
     ;;
   *)
     echo "unknown case $CASE"

@@ -341,6 +341,10 @@ class QueuePair {
   virtual ~QueuePair() = default;
   virtual std::uint32_t qp_num() const noexcept = 0;
   virtual QpState state() const noexcept = 0;
+  // The first packet sequence number this QP sends (24 bits; the peer
+  // expects it), as tools such as perftest print it. A provider with no
+  // packets on any wire (self) has none and says 0.
+  virtual std::uint32_t initial_psn() const noexcept = 0;
 
   // This QP's address, to be handed to the peer.
   virtual Result<EndpointAddress> local_address() const = 0;

@@ -88,6 +88,26 @@ def plot(data, out, name, metrics, ylabel, series):
     return True
 
 
+def load_summary(path):
+    """Markdown lines: the 1-minute load before each pair, summarised, and
+    the pairs that started on a busy machine (load1 above 1.5 on 2 vCPUs)."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("load1")]
+    if not rows:
+        return []
+    loads = sorted(float(r["load1"]) for r in rows)
+    busy = [r for r in rows if float(r["load1"]) > 1.5]
+    md = [f"Load average (1 min) just before each of the {len(rows)} pairs: min {loads[0]:.2f}, "
+          f"median {loads[len(loads) // 2]:.2f}, max {loads[-1]:.2f} (every value in `load.csv`).", ""]
+    if busy:
+        md += [f"{len(busy)} pair(s) started with load above 1.5, so their figures are less reliable:", ""]
+        md += [f"- {r['time']} load {r['load1']}: `{r['command']}`" for r in busy[:20]]
+        md += [""]
+    return md
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--csv", required=True)
@@ -95,6 +115,7 @@ def main():
     ap.add_argument("--loadavg", default="?")
     ap.add_argument("--command", default="bench/report/run-report.sh")
     ap.add_argument("--failures", type=int, default=0)
+    ap.add_argument("--load-csv", default="", help="load.csv: the load average before each pair")
     a = ap.parse_args()
     data = load(a.csv)
     series = [(OURS, "librma softroce/memif"), ("ucx-shm", "UCX shm"), ("ucx-tcp", "UCX tcp")]
@@ -113,6 +134,7 @@ def main():
           "Caveats: 2 shared vCPUs, so runs vary by 2x or more; UCX's put bandwidth over shared "
           "memory counts a put done when its copy is, with no acknowledgement from the target, "
           "while an RDMA WRITE completes when the target acknowledged it.", ""]
+    md += load_summary(a.load_csv)
     if a.failures:
         md += [f"{a.failures} measurement(s) of this run failed (see the script's output); their cells say n/a.", ""]
     for metric in METRICS:

@@ -15,8 +15,9 @@
 #   WRITE latency         rma_write_lat (softroce over memif) vs ib_write_lat on rxe
 #
 # BUILD_DIR (default build/release) must hold bench/perftest/rma_*; OUT_DIR
-# (default bench/report/results) receives REPORT.md, results.csv and the
-# SVG plots. Every process runs under `timeout`; servers are killed on exit.
+# (default bench/report/results) receives REPORT.md, results.csv, load.csv
+# (the load average just before each pair, with the pair's client command)
+# and the SVG plots. Every process runs under `timeout`; servers are killed on exit.
 # Installs ucx-utils and gnuplot-nox (Debian) when they are missing.
 set -uo pipefail
 invocation="bench/report/run-report.sh${*:+ $*}"
@@ -61,6 +62,8 @@ trap 'exit 130' INT TERM
 
 csv="$out/results.csv"
 echo "transport,metric,tool,size,value" >"$csv"
+loadcsv="$out/load.csv"
+echo "time,load1,load5,load15,command" >"$loadcsv"
 port=18700
 failures=0
 
@@ -77,6 +80,11 @@ pair() {  # pair SERVER_CMD... -- CLIENT_CMD...
     if [[ $seen -eq 0 && "$a" == "--" ]]; then seen=1; continue; fi
     if [[ $seen -eq 0 ]]; then server+=("$a"); else client+=("$a"); fi
   done
+  # What else ran on the machine just before this pair (2 shared vCPUs: a
+  # load above ~1 means the pair competed for them).
+  local load; read -r -a load </proc/loadavg
+  echo "$(date +%H:%M:%S),${load[0]},${load[1]},${load[2]},\"${client[*]//\"/}\"" >>"$loadcsv"
+  echo "run-report: load ${load[0]} before: ${client[*]}" >&2
   timeout 120 "${server[@]}" >"$work/server.log" 2>&1 &
   local spid=$!
   pids+=("$spid")
@@ -155,6 +163,7 @@ GUEST
 fi
 
 python3 "$here/make_report.py" --csv "$csv" --out "$out" --loadavg "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  --load-csv "$loadcsv" \
   --command "$invocation" --failures "$failures" || exit 1
 echo "run-report: wrote $out/REPORT.md ($failures measurement(s) failed)" >&2
 exit $((failures > 0))

@@ -110,6 +110,11 @@ Status DpdkPort::create_device() {
     if (if_nametoindex(spec_.name.c_str()) == 0) {
       return not_found("af_packet:" + spec_.name + ": no network interface of that name in this network namespace");
     }
+    // A down interface opens fine and then carries nothing: say so now.
+    if (const int flags = iface_flags(spec_.name); flags >= 0 && (flags & IFF_UP) == 0) {
+      return failed_precondition("af_packet:" + spec_.name + ": the interface is down; bring it up first (ip link set " +
+                                 spec_.name + " up)");
+    }
     vdev_name_ = "net_af_packet" + std::to_string(seq);
     args = "iface=" + spec_.name + ",qpairs=1,blocksz=" + std::to_string(spec_.blocksz) +
            ",framesz=" + std::to_string(spec_.framesz) + ",framecnt=" + std::to_string(spec_.framecnt);

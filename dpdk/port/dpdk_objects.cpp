@@ -53,6 +53,16 @@ std::map<std::string, std::weak_ptr<RingPair>>& ring_registry() {
   return *m;
 }
 
+int iface_flags(const std::string& ifname) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return -1;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  int flags = ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 ? ifr.ifr_flags : -1;
+  ::close(fd);
+  return flags;
+}
+
 int iface_mtu(const std::string& ifname) {
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
   if (fd < 0) return -1;

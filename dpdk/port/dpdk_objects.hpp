@@ -74,5 +74,7 @@ std::map<std::string, std::weak_ptr<RingPair>>& ring_registry();
 
 // The MTU of a network interface of this namespace; -1 when unknown.
 int iface_mtu(const std::string& ifname);
+// The interface's IFF_* flags (SIOCGIFFLAGS), or -1 when they cannot be read.
+int iface_flags(const std::string& ifname);
 
 }  // namespace rma::roce::port

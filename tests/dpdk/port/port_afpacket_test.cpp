@@ -7,10 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "spawn.hpp"
 
@@ -92,6 +96,17 @@ class AfPacketVeth : public ::testing::Test {
   std::string if_[2];
 };
 
+// Runs the peer to completion; its exit code and what it printed.
+std::pair<int, std::string> run_peer(const std::string& args) {
+  std::string out;
+  FILE* p = popen((std::string(RMA_PORT_PEER_PATH) + " " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  std::array<char, 512> buf{};
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
 int exit_code(std::optional<int> st) {
   if (!st) return -1000;
   if (WIFEXITED(*st)) return WEXITSTATUS(*st);
@@ -126,4 +141,18 @@ TEST_F(AfPacketVeth, TapPortStartsInNamespace) {
   ASSERT_GT(t.pid, 0);
   EXPECT_EQ(exit_code(wait_child(t.pid, 15s)), 0);
   t.pid = -1;
+}
+
+// Bad input (issue 15): the port names the interface and the cause, and the
+// process exits non-zero instead of waiting on a link that carries nothing.
+TEST_F(AfPacketVeth, DownOrMissingInterfaceIsRefusedWithItsName) {
+  ASSERT_EQ(run("ip -n " + g_ns[0] + " link set " + if_[0] + " down"), 0);
+  auto [rc, out] = run_peer("--netns " + g_ns[0] + " --spec af_packet:" + if_[0] + " --mode echo --timeout-ms 300");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("af_packet:" + if_[0] + ": the interface is down"), std::string::npos) << out;
+  EXPECT_NE(out.find("ip link set " + if_[0] + " up"), std::string::npos) << out;
+
+  std::tie(rc, out) = run_peer("--netns " + g_ns[0] + " --spec af_packet:rmaNoSuch0 --mode echo --timeout-ms 300");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("af_packet:rmaNoSuch0: no network interface of that name"), std::string::npos) << out;
 }

@@ -65,6 +65,25 @@ Result<RegistrationCache::Handle> register_buffer(rma_win_s* win, const void* ad
   return std::move(h).value();
 }
 
+// The general path of put (origin read, kRdmaWrite) and get (origin
+// written, kRdmaRead): register the origin buffer through the cache, plan
+// the SGE lists against the target's layout and post them; the handle keeps
+// the registration until the last work request completes.
+Status post_registered(rma_win_s* win, const char* call, const OpArgs& a, const Transfer& x, Endpoint& ep,
+                       const void* origin, Access access, Opcode opcode, endpoint::Request* req) {
+  OneRegistration reg;
+  RMA_ASSIGN_OR_RETURN(RegistrationCache::Handle h,
+                       register_buffer(win, origin, *x.ol, a.origin_count, access, reg));
+  RMA_ASSIGN_OR_RETURN(
+      TransferPlanner planner,
+      TransferPlanner::create(Buffer{reinterpret_cast<std::uint64_t>(origin), a.origin_count, x.ol},
+                              Buffer{x.t.base, a.target_count, x.tl},
+                              PlanLimits::from_caps(win->ctx->eps().caps()),
+                              LkeyLookup{lookup_one, &reg}));
+  return post_planned(win, call, a.target, ep, planner, opcode, x.t.rkey,
+                      OnComplete{req, std::move(h), nullptr, 0});
+}
+
 }  // namespace
 
 Status put(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request* req) {
@@ -87,17 +106,7 @@ Status put(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
     if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
     return {};
   }
-  OneRegistration reg;
-  RMA_ASSIGN_OR_RETURN(RegistrationCache::Handle h,
-                       register_buffer(win, a.origin, *x.ol, a.origin_count, Access::kNone, reg));
-  RMA_ASSIGN_OR_RETURN(
-      TransferPlanner planner,
-      TransferPlanner::create(Buffer{reinterpret_cast<std::uint64_t>(a.origin), a.origin_count, x.ol},
-                              Buffer{x.t.base, a.target_count, x.tl},
-                              PlanLimits::from_caps(win->ctx->eps().caps()),
-                              LkeyLookup{lookup_one, &reg}));
-  return post_planned(win, call, a.target, ep, planner, Opcode::kRdmaWrite, x.t.rkey,
-                      OnComplete{req, std::move(h), nullptr, 0});
+  return post_registered(win, call, a, x, ep, a.origin, Access::kNone, Opcode::kRdmaWrite, req);
 }
 
 Status get(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request* req) {
@@ -122,17 +131,7 @@ Status get(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
     if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);
     return {};
   }
-  OneRegistration reg;
-  RMA_ASSIGN_OR_RETURN(RegistrationCache::Handle h,
-                       register_buffer(win, a.result, *x.ol, a.origin_count, Access::kLocalWrite, reg));
-  RMA_ASSIGN_OR_RETURN(
-      TransferPlanner planner,
-      TransferPlanner::create(Buffer{reinterpret_cast<std::uint64_t>(a.result), a.origin_count, x.ol},
-                              Buffer{x.t.base, a.target_count, x.tl},
-                              PlanLimits::from_caps(win->ctx->eps().caps()),
-                              LkeyLookup{lookup_one, &reg}));
-  return post_planned(win, call, a.target, ep, planner, Opcode::kRdmaRead, x.t.rkey,
-                      OnComplete{req, std::move(h), nullptr, 0});
+  return post_registered(win, call, a, x, ep, a.result, Access::kLocalWrite, Opcode::kRdmaRead, req);
 }
 
 // ---------------------------------------------------------------- fast paths

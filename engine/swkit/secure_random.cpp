@@ -1,12 +1,14 @@
 #include "swkit/secure_random.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 namespace rma::swkit {
 
@@ -29,7 +31,36 @@ bool read_urandom(std::uint8_t* p, std::size_t len) noexcept {
   return true;
 }
 
+// Values not yet handed out are buffer[used..kValues). Consumed values are
+// never returned again; after fork() the child empties its copy, so parent
+// and child never share a key.
+struct Buffered {
+  static constexpr std::size_t kValues = 64;
+  std::mutex mutex;
+  std::uint32_t values[kValues];
+  std::size_t used = kValues;
+};
+
+Buffered& buffered() noexcept {
+  static Buffered* b = [] {
+    auto* p = new Buffered;  // never destroyed: usable during static destruction
+    pthread_atfork(nullptr, nullptr, [] { buffered().used = Buffered::kValues; });
+    return p;
+  }();
+  return *b;
+}
+
 }  // namespace
+
+std::uint32_t secure_random_u32() noexcept {
+  Buffered& b = buffered();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  if (b.used == Buffered::kValues) {
+    secure_random_bytes(b.values, sizeof b.values);
+    b.used = 0;
+  }
+  return b.values[b.used++];
+}
 
 void secure_random_bytes(void* out, std::size_t len) noexcept {
   auto* p = static_cast<std::uint8_t*>(out);

@@ -4,10 +4,13 @@
 // softroce's rc_hardening_test.cpp.)
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <random>
 #include <set>
+#include <thread>
+#include <vector>
 #include <unordered_map>
 
 #include "swkit/id_index.hpp"
@@ -67,6 +70,54 @@ TEST(SecureRandom, WordsDoNotRepeatAndUseEveryBit) {
   EXPECT_GT(seen.size(), 995u);
   EXPECT_EQ(ored, ~0u);
   EXPECT_EQ(anded, 0u);
+}
+
+// The buffered values of a parent are not a child's: after fork() both
+// draw fresh ones (equal keys in two processes would let one guess the
+// other's).
+TEST(SecureRandom, ParentAndChildNeverShareBufferedValues) {
+  (void)secure_random_u32();  // the parent's buffer now holds unused values
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::uint32_t v[16];
+    for (auto& x : v) x = secure_random_u32();
+    const bool ok = ::write(fds[1], v, sizeof v) == static_cast<ssize_t>(sizeof v);
+    ::_exit(ok ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::uint32_t child[16];
+  std::size_t got = 0;
+  while (got < sizeof child) {
+    const ssize_t n = ::read(fds[0], reinterpret_cast<char*>(child) + got, sizeof child - got);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_EQ(got, sizeof child);
+  std::set<std::uint32_t> parent;
+  for (int i = 0; i < 16; ++i) parent.insert(secure_random_u32());
+  int shared = 0;
+  for (std::uint32_t c : child) shared += parent.count(c) != 0 ? 1 : 0;
+  EXPECT_EQ(shared, 0) << "the child handed out values from its parent's buffer";
+}
+
+TEST(SecureRandom, ThreadsDrawDistinctValues) {
+  constexpr int kThreads = 4, kEach = 500;
+  std::vector<std::uint32_t> v(kThreads * kEach);
+  std::vector<std::thread> t;
+  for (int i = 0; i < kThreads; ++i) {
+    t.emplace_back([&, i] {
+      for (int j = 0; j < kEach; ++j) v[static_cast<std::size_t>(i * kEach + j)] = secure_random_u32();
+    });
+  }
+  for (auto& th : t) th.join();
+  const std::set<std::uint32_t> seen(v.begin(), v.end());
+  EXPECT_GT(seen.size(), v.size() - 5) << "values handed out twice";
 }
 
 TEST(MappingRights, NamesTheFirstAddressThatLacksARight) {

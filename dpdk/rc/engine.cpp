@@ -6,6 +6,7 @@
 #include <string>
 
 #include "rc/qp.hpp"
+#include "wire/arp.hpp"
 #include "swkit/secure_random.hpp"
 
 namespace rma::roce::rc {
@@ -170,6 +171,7 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
   }
   Packet pkt;
   const ParseError err = parse_packet(frame, pkt);
+  if (err == ParseError::kNotIpv4 && answer_arp(frame)) return;
   if (err != ParseError::kOk) {
     const auto i = static_cast<std::size_t>(err);
     if (i < std::size(dev_.parse_errors)) ++dev_.parse_errors[i];
@@ -199,6 +201,29 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
     return;
   }
   qp->receive(pkt, frame.size());
+}
+
+// Kernel peers (rxe, a RoCE NIC's driver) resolve our IPv4 with ARP before
+// they send: answer "who has <our address>?" so that they need no static
+// neighbour entry. Anything else ARP is left to the host, as before.
+bool Engine::answer_arp(std::span<const std::uint8_t> frame) noexcept {
+  ArpRequest req;
+  const LinkInfo& li = link_->info();
+  if (li.ipv4 == 0 || !parse_arp_request(frame, req) || req.target_ip != li.ipv4) return false;
+  if (tx_count_ == options_.tx_ring) {  // no slot: the peer asks again
+    ++dev_.tx_ring_full;
+    return true;
+  }
+  TxSlot& s = tx_[(tx_head_ + tx_count_) % options_.tx_ring];
+  const std::size_t n = build_arp_reply(req, li.mac, {s.head, sizeof s.head});
+  if (n == 0) return true;
+  s.head_len = static_cast<std::uint16_t>(n);
+  s.tail_len = 0;
+  s.payload_len = 0;
+  s.ref = nullptr;
+  ++tx_count_;
+  ++dev_.arp_requests_answered;
+  return true;
 }
 
 void Engine::progress() noexcept {

@@ -115,6 +115,8 @@ class Engine final : private FrameSink {
 
   Engine(std::unique_ptr<Link> link, const EngineOptions& options);
   void on_frame(std::span<const std::uint8_t> frame) noexcept override;
+  // An ARP request for our IPv4: queues the reply; true when `frame` was one.
+  bool answer_arp(std::span<const std::uint8_t> frame) noexcept;
   // Hands built frames to the link; false when it refused some.
   bool flush() noexcept;
   // Copies referenced payloads of frames still in the ring into their slots.

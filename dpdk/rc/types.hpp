@@ -58,6 +58,7 @@ struct DeviceCounters {
   std::uint64_t bad_pkey = 0;                  // P_Key does not match the QP's partition
   std::uint64_t oversized_frames = 0;          // longer than the link's max_frame: dropped unparsed
   std::uint64_t not_for_us = 0;                // destination IP is not ours
+  std::uint64_t arp_requests_answered = 0;     // "who has <our IPv4>?" answered
 };
 
 // ---------------------------------------------------------------- timers

@@ -40,10 +40,11 @@ ip -n "$ns" tuntap add dev "$tap" mode tap || exit 1
 ip -n "$ns" addr add 192.168.77.1/24 dev "$tap"
 ip -n "$ns" link set "$tap" up
 
-# The guest: a static neighbour entry for our NIC (it does not answer ARP),
-# then the verbs side of the test.
-guest_cmd="ip neigh replace 192.168.77.3 lladdr $nic_mac dev eth0 nud permanent &&
-           interop_peer --provider verbs --connect 192.168.77.1:18515"
+# The guest: the verbs side of the test. rxe resolves our NIC's address
+# with ARP, which the NIC answers (no static neighbour entry); the guest
+# prints what it resolved, so a log shows it.
+guest_cmd="interop_peer --provider verbs --connect 192.168.77.1:18515; rc=\$?;
+           ip neigh show 192.168.77.3 | sed 's/^/neighbour: /'; exit \$rc"
 ip netns exec "$ns" "$root/scripts/softroce-vm" --tap "$tap" --ip 192.168.77.2/24 --mac "$guest_mac" \
   --timeout 400 --add "$peer" -- bash -c "$guest_cmd" >"$work/guest.log" 2>&1 &
 vm_pid=$!

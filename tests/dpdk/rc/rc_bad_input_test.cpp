@@ -10,7 +10,11 @@
 //   unknown rkey                  NAK remote access error, nothing written, QP to error
 //   out of the region's bounds    NAK remote access error (fresh QP), nothing written
 //   not RoCE v2 (IPv6, TCP, UDP to another port)  ignored, counted apart from malformed frames
+//   ARP                           "who has <our IPv4>?" answered; any other ARP ignored
 #include <gtest/gtest.h>
+
+#include "wire/arp.hpp"
+#include "wire/byte_order.hpp"
 
 #include "harness.hpp"
 
@@ -219,6 +223,79 @@ TEST_F(BadInput, EachKindIsDroppedOrNakedAndCounted) {
     EXPECT_EQ(counters().qp.naks_sent[roce::kNakRemoteAccessError], 2u);
     EXPECT_EQ(qp_->state(), QpState::kError);
   }
+}
+
+// A kernel peer (rxe) resolves our IPv4 with ARP before it sends: the
+// device answers requests for its own address, once per request, and
+// ignores every other ARP frame (other addresses, replies, truncated or
+// malformed bodies, a broadcast sender), which are the host's business.
+TEST_F(BadInput, ArpRequestForOurAddressIsAnsweredAndEverythingElseIgnored) {
+  const roce::MacAddress asker{0x52, 0x54, 0x00, 0x77, 0x00, 0x02};
+  const std::uint32_t asker_ip = 0xC0A84D02;  // 192.168.77.2
+  auto request = [&](std::uint32_t target_ip) {
+    std::vector<std::uint8_t> f(42, 0);
+    std::memset(f.data(), 0xFF, 6);  // broadcast
+    std::memcpy(f.data() + 6, asker.data(), 6);
+    roce::detail::store_be16(f.data() + 12, roce::kEtherTypeArp);
+    std::uint8_t* a = f.data() + 14;
+    roce::detail::store_be16(a, 1);
+    roce::detail::store_be16(a + 2, 0x0800);
+    a[4] = 6;
+    a[5] = 4;
+    roce::detail::store_be16(a + 6, 1);
+    std::memcpy(a + 8, asker.data(), 6);
+    roce::detail::store_be32(a + 14, asker_ip);
+    roce::detail::store_be32(a + 24, target_ip);
+    return f;
+  };
+  auto send = [&](const std::vector<std::uint8_t>& f) {
+    roce::TxFrame t{f, {}, {}};
+    EXPECT_EQ(raw_->transmit({&t, 1}), 1u);
+    Completion wc[4];
+    EXPECT_EQ(cq_->poll({wc, 4}), 0);  // drives the device
+    answers_ = Frames{};
+    raw_->poll(answers_, 16);
+    return answers_.store;
+  };
+  const std::uint32_t ours = them_.ipv4;
+  ASSERT_NE(ours, 0u);
+  auto replies = send(request(ours));
+  ASSERT_EQ(replies.size(), 1u);
+  const std::vector<std::uint8_t>& r = replies[0];
+  ASSERT_EQ(r.size(), roce::kArpReplyLen);
+  EXPECT_TRUE(std::equal(asker.begin(), asker.end(), r.begin())) << "sent to the asker";
+  EXPECT_TRUE(std::equal(them_.mac.begin(), them_.mac.end(), r.begin() + 6)) << "from the device's MAC";
+  EXPECT_EQ(roce::detail::load_be16(r.data() + 12), roce::kEtherTypeArp);
+  EXPECT_EQ(roce::detail::load_be16(r.data() + 14 + 6), 2) << "an ARP reply";
+  EXPECT_TRUE(std::equal(them_.mac.begin(), them_.mac.end(), r.begin() + 14 + 8)) << "sender hardware address";
+  EXPECT_EQ(roce::detail::load_be32(r.data() + 14 + 14), ours) << "sender protocol address";
+  EXPECT_TRUE(std::equal(asker.begin(), asker.end(), r.begin() + 14 + 18)) << "target hardware address";
+  EXPECT_EQ(roce::detail::load_be32(r.data() + 14 + 24), asker_ip) << "target protocol address";
+  EXPECT_EQ(counters().arp_requests_answered, 1u);
+
+  EXPECT_TRUE(send(request(ours + 1)).empty()) << "somebody else's address";
+  auto reply_op = request(ours);
+  roce::detail::store_be16(reply_op.data() + 14 + 6, 2);
+  EXPECT_TRUE(send(reply_op).empty()) << "an ARP reply is not answered";
+  auto truncated = request(ours);
+  truncated.resize(41);
+  EXPECT_TRUE(send(truncated).empty());
+  auto bad_hlen = request(ours);
+  bad_hlen[14 + 4] = 8;
+  EXPECT_TRUE(send(bad_hlen).empty());
+  auto bad_ptype = request(ours);
+  roce::detail::store_be16(bad_ptype.data() + 14 + 2, 0x86DD);
+  EXPECT_TRUE(send(bad_ptype).empty());
+  auto multicast_sender = request(ours);
+  multicast_sender[14 + 8] = 0x01;
+  EXPECT_TRUE(send(multicast_sender).empty()) << "a broadcast or multicast sender is never answered";
+  EXPECT_EQ(counters().arp_requests_answered, 1u);
+  EXPECT_EQ(counters().parse_errors[static_cast<int>(roce::ParseError::kNotIpv4)], 6u)
+      << "the ARP frames not answered count as other traffic";
+  EXPECT_TRUE(untouched(0, 4096));
+  // The QP still works.
+  EXPECT_FALSE(exchange(write_frame(me_.psn, target_.addr(0), target_.rkey(), 64, 0x44)).empty());
+  EXPECT_EQ(target_.data[0], 0x44);
 }
 
 // Another protocol's frames on a shared interface (af_packet and tap see

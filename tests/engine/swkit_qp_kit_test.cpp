@@ -149,6 +149,32 @@ TEST(SwkitKeyTable, CapacityLimitIsLiveRegions) {
   EXPECT_EQ(t.live(), 3u);
 }
 
+// shm: peers find a region's shared entry from the key alone.
+TEST(SwkitKeyTable, SlotBitsPutTheSlotInTheLowBitsOfBothKeys) {
+  KeyTable t(4);
+  const int pd = 0;
+  std::vector<KeyTable::Keys> k;
+  for (int i = 0; i < 16; ++i) {
+    auto r = t.insert(entry(0x1000, 8, Access::kNone, &pd), 16);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(t.slot_of(r->lkey), static_cast<std::uint32_t>(i));
+    EXPECT_EQ(t.slot_of(r->rkey), static_cast<std::uint32_t>(i));
+    EXPECT_NE(r->lkey, r->rkey);
+    k.push_back(*r);
+  }
+  // A reused slot gets new keys: the old ones name nothing.
+  t.erase(k[5].lkey);
+  auto again = t.insert(entry(0x2000, 8, Access::kNone, &pd), 16);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(t.slot_of(again->rkey), 5u);
+  EXPECT_NE(again->rkey, k[5].rkey);
+  EXPECT_EQ(t.find_rkey(k[5].rkey), nullptr);
+  // More slots than the bits can name are refused, whatever max_entries says.
+  auto over = t.insert(entry(0x1000, 8, Access::kNone, &pd), 100);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
+}
+
 TEST(SwkitKeyTable, ContainsIsOverflowSafe) {
   constexpr std::uint64_t kTop = std::numeric_limits<std::uint64_t>::max();
   const MrEntry top = entry(kTop - 15, 16, Access::kNone, nullptr);

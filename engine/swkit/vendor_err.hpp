@@ -1,5 +1,5 @@
 // Completion::vendor_err of every software provider (self, softroce, and
-// the shared-memory provider to come): which check produced an error
+// shm, the shared-memory provider): which check produced an error
 // status, so a failing test or a log line can say more than the
 // ibv_wc_status name does. One table for the kit, because the checks that
 // produce most of these codes are the kit's (sgl.hpp, completion_ring.hpp):

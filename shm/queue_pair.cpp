@@ -25,7 +25,10 @@ QpImpl::QpImpl(std::shared_ptr<PdImpl> pd, const QpConfig& c, std::shared_ptr<Cq
       max_recv_sge_(c.max_recv_sge),
       max_inline_(c.max_inline_data),
       rnr_retry_(c.rnr_retry),
-      min_rnr_timer_(c.min_rnr_timer) {}
+      min_rnr_timer_(c.min_rnr_timer),
+      not_ready_budget_(c.timeout == 0 ? std::chrono::nanoseconds(0)
+                                       : std::chrono::nanoseconds(std::uint64_t{4096} << c.timeout) *
+                                             (c.retry_cnt + 1)) {}
 
 Result<std::unique_ptr<QueuePair>> QpImpl::create(std::shared_ptr<PdImpl> pd, const QpConfig& config) {
   RMA_RETURN_IF_ERROR(check_qp_config(config, pd->caps()));
@@ -182,6 +185,7 @@ void QpImpl::complete_recv(WcStatus status, Opcode opcode, std::uint32_t byte_le
 void QpImpl::enter_error() noexcept {
   set_state(QpState::kError);
   rnr_armed_ = false;
+  not_ready_armed_ = false;
   // The request in the peer's ring, if the peer has not taken it yet, is
   // withdrawn; it is flushed with the rest either way.
   cancel_inflight();

@@ -116,6 +116,10 @@ class QpImpl final : public QueuePair {
   std::shared_ptr<CqImpl> recv_cq_;
   const std::uint32_t max_send_sge_, max_recv_sge_, max_inline_;
   const std::uint8_t rnr_retry_, min_rnr_timer_;
+  // How long a request waits for a peer QP that is not connected yet (RESET
+  // or INIT): what a NIC's retry_cnt retransmissions every 4.096 us * 2^timeout
+  // would take; zero (timeout 0) waits forever.
+  const std::chrono::nanoseconds not_ready_budget_;
   std::uint32_t qpn_ = 0;
   std::uint32_t slot_ = 0;
   std::atomic<QpState> state_{QpState::kReset};  // written under the lock, read anywhere
@@ -139,6 +143,8 @@ class QpImpl final : public QueuePair {
   bool rnr_armed_ = false;      // the target found no receive; budget finite
   Clock::time_point rnr_deadline_{};
   Clock::time_point next_liveness_check_{};
+  bool not_ready_armed_ = false;  // the head waits for the peer to connect
+  Clock::time_point not_ready_deadline_{};
 
   std::uint64_t served_seq_ = 0;  // target: next ring request to serve
 

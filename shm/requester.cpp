@@ -46,6 +46,7 @@ void QpImpl::drive() noexcept {
     if (step.kind == Step::kWaiting) return;
     inflight_ = false;
     rnr_armed_ = false;
+    not_ready_armed_ = false;
     ++sq_exec_;
     const SendWqe& w = sq_[seq];
     if (step.kind == Step::kDone) {
@@ -87,6 +88,22 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq) noexcept {
     return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerGone};
   }
   const auto ps = static_cast<QpState>(peer_slot_->state.load(std::memory_order_acquire));
+  if (ps == QpState::kReset || ps == QpState::kInit) {
+    // The peer has not connected yet (connect is one call per side, in any
+    // order): wait as a NIC's retransmissions would, then give up.
+    const Clock::time_point now = Clock::now();
+    if (!not_ready_armed_) {
+      not_ready_armed_ = true;
+      not_ready_deadline_ = now + not_ready_budget_;
+    }
+    if (not_ready_budget_.count() == 0 || now < not_ready_deadline_) {
+      if (now >= next_liveness_check_) {
+        next_liveness_check_ = now + kLivenessInterval;
+        if (!peer_->owner_alive()) return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerProcessGone};
+      }
+      return Step{Step::kWaiting};
+    }
+  }
   if (ps != QpState::kRtr && ps != QpState::kRts) {
     return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerNotReady};
   }

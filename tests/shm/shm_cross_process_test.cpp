@@ -363,6 +363,52 @@ TEST_F(ShmCrossProcess, ConcurrentFetchAddsFromBothProcessesSumExactly) {
   EXPECT_EQ(__atomic_load_n(w, __ATOMIC_SEQ_CST), kN * 1 + kN * 1000 + kN * 1000000);
 }
 
+// connect() is one call per side, in any order: requests to a peer that has
+// not connected yet wait (as retransmissions would), then run.
+TEST_F(ShmCrossProcess, RequestsWaitForAPeerThatConnectsLater) {
+  Peer peer;
+  ASSERT_TRUE(peer.ok());
+  auto q = pd->create_qp(config());
+  ASSERT_TRUE(q.ok());
+  QueuePair& qp = **q;
+  ASSERT_TRUE(qp.connect(peer.address).ok());
+  buf[0] = 0x5A;
+  Sge w = sge(0, 1), r = sge(8, 8);
+  ASSERT_TRUE(post(qp, Opcode::kRdmaWrite, {&w, 1}, peer.buf + 100, peer.rkey, 1).ok());
+  ASSERT_TRUE(post(qp, Opcode::kAtomicFetchAdd, {&r, 1}, peer.buf + 64, peer.rkey, 2, 5).ok());
+  Completion c[2];
+  for (auto until = Clock::now() + std::chrono::milliseconds(30); Clock::now() < until;) {
+    ASSERT_EQ(cq->poll(c), 0) << "completed before the peer connected";
+  }
+  EXPECT_EQ(peer.cmd("connect " + qp.local_address()->to_hex()), "ok");
+  auto wcs = wait(2);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess) << wc_status_name(wcs[0].status);
+  EXPECT_EQ(wcs[1].status, WcStatus::kSuccess) << wc_status_name(wcs[1].status);
+  EXPECT_EQ(peer.cmd("word 64"), "ok 5");
+  EXPECT_EQ(peer.cmd("sum 100 1"), "ok " + std::to_string(fnv(buf, 1)));
+}
+
+TEST_F(ShmCrossProcess, APeerThatNeverConnectsRunsOutTheRetries) {
+  Peer peer;
+  ASSERT_TRUE(peer.ok());
+  QpConfig cfg = config();
+  cfg.timeout = 10;  // 4.2 ms, 8 tries: about 34 ms
+  cfg.retry_cnt = 7;
+  auto q = pd->create_qp(cfg);
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE((*q)->connect(peer.address).ok());
+  Sge w = sge(0, 8);
+  ASSERT_TRUE(post(**q, Opcode::kRdmaWrite, {&w, 1}, peer.buf, peer.rkey, 1).ok());
+  ASSERT_TRUE(post(**q, Opcode::kRdmaWrite, {&w, 1}, peer.buf, peer.rkey, 2).ok());
+  auto wcs = wait(2);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRetryExcErr) << wc_status_name(wcs[0].status);
+  EXPECT_EQ(wcs[0].vendor_err, 19u) << "vendor_err: the peer QP is not ready";
+  EXPECT_EQ(wcs[1].status, WcStatus::kWrFlushErr) << wc_status_name(wcs[1].status);
+  EXPECT_EQ((*q)->state(), QpState::kError);
+}
+
 // ------------------------------------------------------------------ failures
 
 TEST_F(ShmCrossProcess, PeerKilledMidTrafficFailsOutstandingWorkWithoutHanging) {

@@ -1,6 +1,6 @@
 # The dependency arrows of ARCHITECTURE.md, checked on the sources themselves:
 #
-#   rmaapi -> engine's SDK (include/rma/sdk) <- {engine internals, verbs, dpdk}
+#   rmaapi -> engine's SDK (include/rma/sdk) <- {engine internals, verbs, dpdk, shm}
 #
 # Run as a script (cmake -DSOURCE_DIR=<tree> [-DSTAMP=<file>] -P check_layers.cmake).
 # Every quoted #include of a file in a layer must start with one of the
@@ -31,6 +31,7 @@ set(_rules
   "dpdk/port|rma/sdk/ wire/ link/ port/"
   "dpdk/provider|rma/sdk/ wire/ link/ rc/ port/ provider/ swkit/ stats/"
   "verbs|rma/sdk/ verbs/ swkit/"
+  "shm|rma/sdk/ shm/ swkit/"
 )
 
 set(_violations "")

@@ -12,9 +12,9 @@
 
 #include "self/fabric.hpp"
 #include "swkit/orphan_tracker.hpp"
+#include "swkit/rnr_timer.hpp"
 #include "swkit/sgl.hpp"
 #include "self/queue_pair.hpp"
-#include "self/rnr_timer.hpp"
 
 namespace rma::self {
 

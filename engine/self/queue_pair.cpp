@@ -10,6 +10,7 @@
 #include "self/endpoint_address.hpp"
 #include "self/fabric.hpp"
 #include "rma/sdk/text.hpp"
+#include "swkit/flush.hpp"
 
 namespace rma::self {
 
@@ -181,13 +182,7 @@ void QpImpl::enter_error() noexcept {
   rnr_armed_ = false;
   // Every request not yet executed, and every receive not yet consumed,
   // completes with WR_FLUSH_ERR, signaled or not.
-  while (sq_exec_ < sq_.tail()) {
-    const std::uint64_t seq = sq_exec_++;
-    complete_send(seq, sq_[seq], WcStatus::kWrFlushErr, 0, swkit::kVeFlushed);
-  }
-  while (rq_next_ < rq_.tail()) {
-    complete_recv(WcStatus::kWrFlushErr, Opcode::kRecv, 0, false, 0, swkit::kVeFlushed);
-  }
+  (void)swkit::flush_queues(sq_, sq_exec_, rq_, rq_next_, qpn_, *send_cq_, *recv_cq_);
   needs_error_ = false;  // done; flushes lost to an overrun change nothing more
 }
 

@@ -6,11 +6,12 @@
 
 namespace rma::swkit {
 
-std::uint32_t KeyTable::fresh_key() const noexcept {
+std::uint32_t KeyTable::fresh_key(std::uint32_t slot) const noexcept {
   // Not 0 (IdIndex's empty mark) and not live, so the region's lkey, drawn
   // first, can never come back as its rkey.
   for (;;) {
-    const std::uint32_t k = secure_random_u32();
+    std::uint32_t k = secure_random_u32();
+    if (slot_bits_ != 0) k = (k << slot_bits_) | slot;
     if (k != 0 && !index_.contains(k)) return k;
   }
 }
@@ -26,15 +27,19 @@ Result<KeyTable::Keys> KeyTable::insert(const MrEntry& e, std::size_t max_entrie
     free_.pop_back();
   } else {
     slot = static_cast<std::uint32_t>(slots_.size());
+    if (slot_bits_ != 0 && slot >= (1u << slot_bits_)) {
+      return resource_exhausted("register_memory: too many memory regions: the key table has " +
+                                std::to_string(slot) + " slots");
+    }
     slots_.emplace_back();
     // erase() pushes onto free_ without allocating: keep room for every slot.
     free_.reserve(slots_.capacity());
   }
   Slot& s = slots_[slot];
   s.e = e;
-  s.lkey = fresh_key();
+  s.lkey = fresh_key(slot);
   index_.insert(s.lkey, slot << 1);
-  s.rkey = fresh_key();
+  s.rkey = fresh_key(slot);
   index_.insert(s.rkey, slot << 1 | 1u);
   ++live_;
   return Keys{s.lkey, s.rkey};

@@ -7,6 +7,13 @@
 // A deregistered region's keys leave the index at once, so a stale key
 // names nothing, and the lkey and rkey of one region always differ, so one
 // cannot stand in for the other. The provider's lock guards the table.
+//
+// A provider whose peers look keys up without this process (shm: a peer
+// reads the region table in shared memory) asks for `slot_bits`: then the
+// low bits of both keys are the region's slot (below 2^slot_bits), so a
+// peer finds the entry by arithmetic, and only the high 32 - slot_bits bits
+// are random; the peer compares the whole key, so a stale key still names
+// nothing unless its random bits come back (odds 2^-(32 - slot_bits)).
 #pragma once
 
 #include <atomic>
@@ -44,6 +51,9 @@ class KeyTable {
     std::uint32_t lkey = 0, rkey = 0;
   };
 
+  // slot_bits 0: keys wholly random (self, softroce). Else at most 24.
+  explicit KeyTable(unsigned slot_bits = 0) noexcept : slot_bits_(slot_bits) {}
+
   // Control path. kResourceExhausted when `max_entries` regions are live.
   Result<Keys> insert(const MrEntry& e, std::size_t max_entries);
   // Removes the region named by `lkey` (as insert returned it); an rkey or
@@ -54,6 +64,8 @@ class KeyTable {
   const MrEntry* find_lkey(std::uint32_t key) const noexcept { return find(key, 0); }
   const MrEntry* find_rkey(std::uint32_t key) const noexcept { return find(key, 1); }
   std::size_t live() const noexcept { return live_; }
+  // With slot_bits: the slot a key names (whether or not it is live).
+  std::uint32_t slot_of(std::uint32_t key) const noexcept { return key & ((1u << slot_bits_) - 1u); }
 
  private:
   struct Slot {
@@ -65,7 +77,9 @@ class KeyTable {
     if (!index_.find(key, v) || (v & 1u) != kind) return nullptr;
     return &slots_[v >> 1].e;
   }
-  std::uint32_t fresh_key() const noexcept;
+  std::uint32_t fresh_key(std::uint32_t slot) const noexcept;
+
+  unsigned slot_bits_ = 0;
 
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_;  // slots of deregistered regions; capacity >= slots_.size()

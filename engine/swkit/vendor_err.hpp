@@ -1,5 +1,5 @@
 // Completion::vendor_err of every software provider (self, softroce, and
-// the shared-memory provider to come): which check produced an error
+// shm, the shared-memory provider): which check produced an error
 // status, so a failing test or a log line can say more than the
 // ibv_wc_status name does. One table for the kit, because the checks that
 // produce most of these codes are the kit's (sgl.hpp, completion_ring.hpp):
@@ -47,6 +47,10 @@ enum VendorErr : std::uint32_t {
   kVeBadOpcodeSequence = 23,  // responder: opcode out of message order
   kVeBadLength = 24,          // responder: payload length inconsistent with the message
   kVeCqOverrun = 25,          // a completion was lost to a CQ overrun
+  // cross-process peers (shm)
+  kVeCmaDenied = 26,          // process_vm_readv/writev refused (EPERM): ptrace restrictions
+                              // (kernel.yama.ptrace_scope, a different uid, no CAP_SYS_PTRACE)
+  kVePeerProcessGone = 27,    // the peer's process exited (ESRCH, or its pidfd says so)
 };
 
 }  // namespace rma::swkit

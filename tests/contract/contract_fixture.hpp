@@ -66,7 +66,7 @@ inline const ProviderCase kProviders[] = {
     {"self", open_one_device_twice},
     {"softroce", open_softroce_ring_pair},
     {"verbs", open_one_device_twice},
-    // {"shm", open_one_device_twice},   // a future shared-memory provider
+    {"shm", open_one_device_twice},
 };
 
 // Readable parameter in test output and ctest names ("self", not bytes).

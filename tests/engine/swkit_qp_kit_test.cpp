@@ -18,6 +18,7 @@
 #include "swkit/caps.hpp"
 #include "swkit/completion_ring.hpp"
 #include "swkit/endpoint_address.hpp"
+#include "swkit/flush.hpp"
 #include "swkit/key_table.hpp"
 #include "swkit/sgl.hpp"
 #include "swkit/vendor_err.hpp"
@@ -147,6 +148,32 @@ TEST(SwkitKeyTable, CapacityLimitIsLiveRegions) {
   t.erase(k[1].lkey);
   EXPECT_TRUE(t.insert(entry(0x1000, 8, Access::kNone, &pd), 3).ok());
   EXPECT_EQ(t.live(), 3u);
+}
+
+// shm: peers find a region's shared entry from the key alone.
+TEST(SwkitKeyTable, SlotBitsPutTheSlotInTheLowBitsOfBothKeys) {
+  KeyTable t(4);
+  const int pd = 0;
+  std::vector<KeyTable::Keys> k;
+  for (int i = 0; i < 16; ++i) {
+    auto r = t.insert(entry(0x1000, 8, Access::kNone, &pd), 16);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(t.slot_of(r->lkey), static_cast<std::uint32_t>(i));
+    EXPECT_EQ(t.slot_of(r->rkey), static_cast<std::uint32_t>(i));
+    EXPECT_NE(r->lkey, r->rkey);
+    k.push_back(*r);
+  }
+  // A reused slot gets new keys: the old ones name nothing.
+  t.erase(k[5].lkey);
+  auto again = t.insert(entry(0x2000, 8, Access::kNone, &pd), 16);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(t.slot_of(again->rkey), 5u);
+  EXPECT_NE(again->rkey, k[5].rkey);
+  EXPECT_EQ(t.find_rkey(k[5].rkey), nullptr);
+  // More slots than the bits can name are refused, whatever max_entries says.
+  auto over = t.insert(entry(0x1000, 8, Access::kNone, &pd), 100);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST(SwkitKeyTable, ContainsIsOverflowSafe) {
@@ -372,6 +399,60 @@ TEST_F(SwkitSgl, ListToListCopyHandlesOverlap) {
 }
 
 // ------------------------------------------------------------------ work queues
+
+// A CQ that takes `room` entries, then loses them (as an overrun does).
+struct FakeCq {
+  std::vector<CqEntry> got;
+  std::size_t room = 100;
+  bool push(const CqEntry& e) {
+    if (got.size() == room) return false;
+    got.push_back(e);
+    return true;
+  }
+};
+
+TEST(SwkitFlush, FlushesWhatIsLeftOfBothQueuesInOrder) {
+  WorkQueue<SendWqe> sq;
+  WorkQueue<RecvWqe> rq;
+  ASSERT_TRUE(sq.init(8, 1, 0).ok());
+  ASSERT_TRUE(rq.init(8, 1, 0).ok());
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    sq.prepare({}, false).wr_id = 10 + i;
+    sq[sq.tail()].flags = 0;  // unsignaled: flushed all the same
+    sq.push();
+  }
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    rq.prepare({}, false).wr_id = 20 + i;
+    rq.push();
+  }
+  std::uint64_t exec = 2, next = 1;  // two sends ran, one receive was consumed
+  FakeCq scq, rcq;
+  EXPECT_TRUE(flush_queues(sq, exec, rq, next, 77, scq, rcq));
+  EXPECT_EQ(exec, 5u);
+  EXPECT_EQ(next, 3u);
+  ASSERT_EQ(scq.got.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(scq.got[i].wc.wr_id, 12 + i);
+    EXPECT_EQ(scq.got[i].wc.status, WcStatus::kWrFlushErr);
+    EXPECT_EQ(scq.got[i].wc.vendor_err, kVeFlushed);
+    EXPECT_EQ(scq.got[i].wc.qp_num, 77u);
+    EXPECT_EQ(scq.got[i].seq, 2 + i);
+    EXPECT_TRUE(scq.got[i].send_queue);
+  }
+  ASSERT_EQ(rcq.got.size(), 2u);
+  EXPECT_EQ(rcq.got[0].wc.wr_id, 21u);
+  EXPECT_EQ(rcq.got[1].wc.wr_id, 22u);
+  EXPECT_FALSE(rcq.got[0].send_queue);
+  EXPECT_EQ(rcq.got[0].wc.opcode, Opcode::kRecv);
+  // Nothing left: a second flush adds nothing; a full CQ is reported.
+  EXPECT_TRUE(flush_queues(sq, exec, rq, next, 77, scq, rcq));
+  EXPECT_EQ(scq.got.size(), 3u);
+  sq.prepare({}, false).wr_id = 99;
+  sq.push();
+  scq.room = 3;
+  EXPECT_FALSE(flush_queues(sq, exec, rq, next, 77, scq, rcq));
+  EXPECT_EQ(exec, sq.tail()) << "a lost completion still advances the queue";
+}
 
 TEST(SwkitWorkQueue, EachSequenceHasItsOwnSgeAndInlineSlot) {
   WorkQueue<SendWqe> q;

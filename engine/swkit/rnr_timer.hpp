@@ -1,12 +1,14 @@
 // The InfiniBand RNR NAK timer encoding (IBA table 45, ibv_modify_qp
 // min_rnr_timer): a 5-bit code for how long a requester waits after a
-// receiver-not-ready NAK before retrying.
+// receiver-not-ready NAK before retrying. Part of the kit because every
+// software QP that waits for a receive (self, shm) turns the responder's
+// code into its RNR budget the same way.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
-namespace rma::self {
+namespace rma::swkit {
 
 // Interval for `code` (0..31); code 0 is the longest, 655.36 ms.
 inline std::chrono::nanoseconds rnr_timer_interval(std::uint8_t code) noexcept {
@@ -18,4 +20,4 @@ inline std::chrono::nanoseconds rnr_timer_interval(std::uint8_t code) noexcept {
   return std::chrono::microseconds(10) * kTenMicros[code & 31u];
 }
 
-}  // namespace rma::self
+}  // namespace rma::swkit

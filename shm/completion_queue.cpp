@@ -1,0 +1,32 @@
+#include "shm/completion_queue.hpp"
+
+#include <mutex>
+
+#include "rma/sdk/text.hpp"
+#include "shm/queue_pair.hpp"
+
+namespace rma::shm {
+
+Result<std::shared_ptr<CqImpl>> CqImpl::create(std::shared_ptr<DeviceImpl> device, std::uint32_t depth) {
+  const std::uint32_t max = device->caps().max_cqe;
+  if (depth == 0 || depth > max) {
+    return invalid_argument("create_cq: depth " + dec(depth) + " is outside 1.." + dec(max));
+  }
+  std::shared_ptr<CqImpl> cq(new CqImpl(std::move(device)));
+  RMA_RETURN_IF_ERROR(cq->ring_.init(depth));
+  return cq;
+}
+
+int CqImpl::poll(std::span<Completion> out) noexcept {
+  DeviceImpl& dev = *device_;
+  std::lock_guard lock(dev.mutex());
+  if (ring_.overrun()) return -1;
+  dev.progress();
+  if (ring_.overrun()) return -1;
+  return static_cast<int>(ring_.poll(out, [&](const swkit::CqEntry& e) {
+    // The QP may be gone; then there is nothing to retire.
+    if (QpImpl* qp = dev.find_qp(e.wc.qp_num)) qp->retire(e.send_queue, e.seq);
+  }));
+}
+
+}  // namespace rma::shm

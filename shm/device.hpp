@@ -1,0 +1,89 @@
+// The shm device ("shm0") and its protection domains.
+//
+// Each open creates a device with its own shared segment (segment.hpp) and
+// its own lock. The lock serialises everything of this device that runs in
+// this process: posts, polls, registrations and the progress thread. Other
+// processes never take it: they reach this device only through the segment
+// (rings, break flags, the region table) and through process_vm_* copies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "rma/sdk/provider.hpp"
+#include "shm/progress_thread.hpp"
+#include "shm/segment.hpp"
+#include "swkit/id_index.hpp"
+#include "swkit/key_table.hpp"
+
+namespace rma::shm {
+
+inline constexpr const char* kProviderName = "shm";
+inline constexpr const char* kDeviceName = "shm0";
+
+DeviceInfo shm_device_info();
+
+class QpImpl;
+
+class DeviceImpl final : public Device, public std::enable_shared_from_this<DeviceImpl> {
+ public:
+  // Removes stale segments of dead processes, creates this device's
+  // segment and starts its progress thread.
+  static Result<std::shared_ptr<DeviceImpl>> open();
+  ~DeviceImpl() override;
+
+  const DeviceInfo& info() const noexcept override { return info_; }
+  Result<std::shared_ptr<ProtectionDomain>> alloc_pd() override;
+  Result<std::shared_ptr<CompletionQueue>> create_cq(std::uint32_t depth) override;
+
+  std::mutex& mutex() noexcept { return mutex_; }
+  const std::shared_ptr<Segment>& segment() const noexcept { return segment_; }
+  SegmentLayout& layout() const noexcept { return segment_->layout(); }
+
+  // ---- device lock held
+  swkit::KeyTable& keys() noexcept { return keys_; }
+  std::uint32_t new_pd_tag() noexcept { return ++pd_tags_; }
+  // A random QP number (24 bits, unique in this device) and a free slot.
+  Result<std::uint32_t> add_qp(QpImpl* qp, std::uint32_t& slot);
+  void remove_qp(std::uint32_t qpn, std::uint32_t slot) noexcept;
+  QpImpl* find_qp(std::uint32_t qpn) const noexcept;
+  // One round of progress: serve the request rings and break requests of
+  // this device's QPs (the target side), then move every requester that has
+  // work on (responses, RNR timers, peers that died).
+  void progress() noexcept;
+
+ private:
+  DeviceImpl() : info_(shm_device_info()) {}
+
+  DeviceInfo info_;
+  std::mutex mutex_;
+  std::shared_ptr<Segment> segment_;
+  swkit::KeyTable keys_{kMrSlotBits};
+  swkit::IdIndex qpns_;          // qpn -> slot
+  QpImpl* qps_[kMaxQp] = {};     // by slot
+  std::vector<QpImpl*> live_;    // capacity kMaxQp: progress walks only live QPs
+  std::uint32_t pd_tags_ = 0;
+  ProgressThread progress_;      // last: stopped first, before anything it uses goes
+};
+
+class PdImpl final : public ProtectionDomain, public std::enable_shared_from_this<PdImpl> {
+ public:
+  PdImpl(std::shared_ptr<DeviceImpl> device, std::uint32_t tag) noexcept : device_(std::move(device)), tag_(tag) {}
+
+  Device& device() noexcept override { return *device_; }
+  DeviceImpl& impl() noexcept { return *device_; }
+  const DeviceCaps& caps() const noexcept { return device_->caps(); }
+  // Names this PD in the shared tables (MrSlot::pd, QpSlot::pd).
+  std::uint32_t tag() const noexcept { return tag_; }
+
+  Result<std::unique_ptr<MemoryRegion>> register_memory(void* addr, std::size_t length, Access access) override;
+  Result<std::unique_ptr<QueuePair>> create_qp(const QpConfig& config) override;
+
+ private:
+  std::shared_ptr<DeviceImpl> device_;  // children keep parents alive
+  const std::uint32_t tag_;
+};
+
+}  // namespace rma::shm

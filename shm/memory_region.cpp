@@ -1,0 +1,36 @@
+#include "shm/memory_region.hpp"
+
+#include <mutex>
+
+#include "rma/sdk/provider_checks.hpp"
+#include "shm/region_table.hpp"
+
+namespace rma::shm {
+
+Result<std::unique_ptr<MemoryRegion>> MrImpl::create(std::shared_ptr<PdImpl> pd, void* addr, std::size_t length,
+                                                     Access access) {
+  RMA_RETURN_IF_ERROR(check_registration(addr, length, access, pd->caps()));
+  const auto a = reinterpret_cast<std::uint64_t>(addr);
+  auto watch = std::make_unique<swkit::RegionWatch>(a, length);
+  DeviceImpl& dev = pd->impl();
+  swkit::KeyTable::Keys keys;
+  {
+    std::lock_guard lock(dev.mutex());
+    RMA_ASSIGN_OR_RETURN(keys, dev.keys().insert(swkit::MrEntry{a, length, access, pd.get(), watch->orphaned()},
+                                                 pd->caps().max_mr));
+    publish_region(dev.layout(), keys.rkey, a, length, access, pd->tag());
+  }
+  return std::unique_ptr<MemoryRegion>(
+      new MrImpl(std::move(pd), std::move(watch), a, length, keys.lkey, keys.rkey, access));
+}
+
+MrImpl::~MrImpl() {
+  // Under the device lock, so no work request of this process is between
+  // checking a key and copying through it when the region goes.
+  DeviceImpl& dev = pd_->impl();
+  std::lock_guard lock(dev.mutex());
+  withdraw_region(dev.layout(), rkey());
+  dev.keys().erase(lkey());
+}
+
+}  // namespace rma::shm

@@ -1,0 +1,72 @@
+// Shared segments: creating this device's (POSIX shm_open, named
+// /rma-shm.<uid>.<pid>.<random>), mapping a peer's, and cleaning up.
+//
+// One mapping per segment per process: SegmentMap hands out shared_ptrs to
+// the same Segment for every QP that connects to it (and to the device that
+// owns it), and the last one to go unmaps it. The name carries the owner's
+// uid and pid so that an open can find and remove the segments of dead
+// processes (a process killed with SIGKILL never unlinks its own).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rma/sdk/status.hpp"
+#include "shm/layout.hpp"
+
+namespace rma::shm {
+
+// "/rma-shm.<uid>.<pid>." : every segment name of `pid` starts so.
+std::string segment_prefix(std::uint32_t uid, std::uint32_t pid);
+// The random per-process nonce that segment headers and addresses carry
+// (with the pid, it tells two incarnations of a reused pid apart).
+std::uint64_t process_nonce() noexcept;
+
+class Segment {
+ public:
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  SegmentLayout& layout() const noexcept { return *layout_; }
+  const std::string& name() const noexcept { return name_; }
+  pid_t pid() const noexcept { return pid_; }
+  bool own() const noexcept { return own_; }
+
+  // False once the owner process has exited (its pidfd is readable). Our
+  // own segment is always alive. A system call: callers rate-limit it.
+  bool owner_alive() const noexcept;
+  // Wakes the owner's progress thread (after a ring or break request).
+  void ring_doorbell() noexcept;
+  // Owner only: removes the name (the mapping stays until the last user).
+  void unlink() noexcept;
+
+ private:
+  friend class SegmentMap;
+  Segment() = default;
+
+  SegmentLayout* layout_ = nullptr;
+  std::string name_;
+  pid_t pid_ = 0;
+  int pidfd_ = -1;  // peer segments: the owner process, immune to pid reuse
+  bool own_ = false;
+  bool unlinked_ = false;
+};
+
+class SegmentMap {
+ public:
+  // Creates, sizes, maps and initialises this process's next segment.
+  static Result<std::shared_ptr<Segment>> create();
+  // The mapping of a peer's segment (this process's own too), mapping it
+  // on first use after checking that it is what the address says: the
+  // segment of process `pid` with `nonce`, of this layout version.
+  static Result<std::shared_ptr<Segment>> attach(const std::string& name, std::uint32_t pid, std::uint64_t nonce);
+  // Unlinks the segments /rma-shm.<our uid>.<pid>.* of processes that no
+  // longer exist (kill(pid, 0) fails with ESRCH). Returns how many.
+  static int remove_stale();
+};
+
+}  // namespace rma::shm

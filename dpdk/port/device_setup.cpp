@@ -2,6 +2,7 @@
 // memif / af_packet / tap vdevs) and configuring it (queues, MAC, start,
 // the memif link wait).
 #include <net/if.h>
+#include <unistd.h>
 
 #include <rte_bus_vdev.h>
 #include <rte_dev.h>
@@ -119,6 +120,7 @@ Status DpdkPort::create_device() {
     args = "iface=" + spec_.name + ",qpairs=1,blocksz=" + std::to_string(spec_.blocksz) +
            ",framesz=" + std::to_string(spec_.framesz) + ",framecnt=" + std::to_string(spec_.framecnt);
     // The kernel puts the frame 66 bytes into a TPACKET_V2 slot (80 with alignment slack).
+    static_assert(kAfPacketMaxFramesz - 32 <= kDataRoom, "the af_packet driver copies a frame slot into one mbuf");
     std::uint32_t mf = std::min<std::uint32_t>(kDataRoom, spec_.framesz - 80);
     int mtu = iface_mtu(spec_.name);
     if (mtu > 0) mf = std::min<std::uint32_t>(mf, static_cast<std::uint32_t>(mtu) + RTE_ETHER_HDR_LEN);
@@ -133,7 +135,10 @@ Status DpdkPort::create_device() {
   if (rc < 0) {
     std::string hint;
     if (spec_.kind == PortKind::kMemif) hint = " (is another memif " + std::string(spec_.memif_server ? "server" : "client") + " using this socket name?)";
-    if (spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kTap) hint = " (needs root or CAP_NET_RAW/CAP_NET_ADMIN)";
+    if (spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kTap) {
+      hint = geteuid() != 0 ? " (needs root or CAP_NET_RAW/CAP_NET_ADMIN)"
+                            : " (the driver refused these options; its log line above says why)";
+    }
     std::string name = vdev_name_;
     vdev_name_.clear();  // nothing to uninit
     return io_error(info_.name + ": rte_vdev_init(" + name + ", \"" + args + "\") failed: " + rte_err(rc) + hint, 0);

@@ -273,6 +273,19 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     if ((static_cast<std::uint64_t>(out.framecnt) * out.framesz) % out.blocksz != 0) {
       return invalid_argument(quoted + "af_packet framecnt*framesz must be a multiple of blocksz");
     }
+    if (out.framesz > kAfPacketMaxFramesz) {
+      return invalid_argument(quoted + "option framesz=" + std::to_string(out.framesz) + " is larger than " +
+                              std::to_string(kAfPacketMaxFramesz) +
+                              ": DPDK's af_packet driver copies each frame slot into one 9216-byte buffer and "
+                              "refuses larger slots");
+    }
+    const std::uint64_t ring = static_cast<std::uint64_t>(out.framecnt) * out.framesz;
+    if (ring > kAfPacketMaxRingBytes) {
+      return invalid_argument(quoted + "options framecnt=" + std::to_string(out.framecnt) + " and framesz=" +
+                              std::to_string(out.framesz) + " make a ring of " + std::to_string(ring >> 20) +
+                              " MiB, more than " + std::to_string(kAfPacketMaxRingBytes >> 20) +
+                              " MiB: the kernel allocates the rx and the tx ring at open");
+    }
   }
   return out;
 }

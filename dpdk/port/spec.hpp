@@ -64,6 +64,14 @@ std::string_view spec_grammar() noexcept;
 
 Result<PortSpec> parse_port_spec(std::string_view spec);
 
+// af_packet: DPDK's driver copies each received frame slot (framesz less a
+// 32-byte header) into one mbuf of kDataRoom (9216) bytes and refuses a queue
+// whose slots do not fit, so framesz is at most 8192 (a power of two). Each
+// ring (one rx, one tx) is framecnt * framesz bytes of kernel memory,
+// allocated at open: at most kAfPacketMaxRingBytes.
+constexpr std::uint32_t kAfPacketMaxFramesz = 8192;
+constexpr std::uint64_t kAfPacketMaxRingBytes = 256ull << 20;
+
 // A memif mesh has at most this many ranks (each opens size - 1 memif links).
 constexpr std::uint32_t kMaxMeshSize = 64;
 // Rank r's addresses in a memif mesh: 02:52:4d:41:<r/256>:<r%256> and

@@ -34,7 +34,8 @@ usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
 fail() { echo "run-twohost: $*" >&2; exit 1; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -b) [[ $# -ge 2 ]] || fail "-b needs a directory"; build="$(cd "$2" && pwd)" || exit 2; shift 2 ;;
+    -b) [[ $# -ge 2 && -d "$2" ]] || { echo "run-twohost: -b needs a build directory ('${2:-}' is not one)" >&2; exit 2; }
+        build="$(cd "$2" && pwd)"; shift 2 ;;
     -o) [[ $# -ge 2 ]] || fail "-o needs a directory"; out="$2"; shift 2 ;;
     -r) [[ $# -ge 2 ]] || fail "-r needs a number"; rounds="$2"; shift 2 ;;
     -s) [[ $# -ge 2 ]] || fail "-s needs a list of sizes"; sizes="$2"; shift 2 ;;

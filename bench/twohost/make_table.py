@@ -9,8 +9,10 @@ import csv
 import statistics
 import sys
 
-IMPLS = [("ours", "librma (af_packet)"), ("ucx-tcp", "UCX tcp"), ("libfabric-tcp", "libfabric tcp")]
-PEERS = IMPLS[1:]
+OURS = [("ours", "librma af_packet"), ("ours-afxdp", "librma af_xdp")]
+PEERS = [("ucx-tcp", "UCX tcp"), ("libfabric-tcp", "libfabric tcp")]
+IMPLS = OURS + PEERS
+SHORT = {"ours": "af_packet", "ours-afxdp": "af_xdp", "ucx-tcp": "UCX", "libfabric-tcp": "libfabric"}
 
 
 def main():
@@ -74,26 +76,25 @@ def main():
             continue
         lines.append(f"### {title}\n")
         head = "| size (B) |" + "".join(f" {label} |" for _, label in IMPLS)
-        head += "".join(f" ours / {label} |" for _, label in PEERS)
+        head += "".join(f" {SHORT[o]} / {SHORT[p]} |" for o, _ in OURS for p, _ in PEERS)
         lines.append(head)
-        lines.append("| ---: |" + " ---: |" * (len(IMPLS) + len(PEERS)))
+        lines.append("| ---: |" + " ---: |" * (len(IMPLS) + len(OURS) * len(PEERS)))
         for s in sizes:
-            o = med(metric, "ours", s)
             row = f"| {s} |" + "".join(f" {fmt(med(metric, i, s))} |" for i, _ in IMPLS)
-            row += "".join(f" {ratio(o, med(metric, i, s), True)} |" for i, _ in PEERS)
+            row += "".join(f" {ratio(med(metric, o, s), med(metric, p, s), True)} |" for o, _ in OURS for p, _ in PEERS)
             lines.append(row)
         lines.append("")
     lat_sizes = sorted({k[2] for k in vals if k[0] == "write_lat"})
     if lat_sizes:
         lines.append("### WRITE / put latency (µs, half round trip, median per run, median of rounds)\n")
         head = "| size (B) |" + "".join(f" {label} |" for _, label in IMPLS)
-        head += "".join(f" {label} / ours |" for _, label in PEERS)
+        head += "".join(f" {SHORT[p]} / {SHORT[o]} |" for o, _ in OURS for p, _ in PEERS)
         lines.append(head)
-        lines.append("| ---: |" + " ---: |" * (len(IMPLS) + len(PEERS)))
+        lines.append("| ---: |" + " ---: |" * (len(IMPLS) + len(OURS) * len(PEERS)))
         for s in lat_sizes:
-            o = med("write_lat", "ours", s)
             row = f"| {s} |" + "".join(f" {fmt(med('write_lat', i, s))} |" for i, _ in IMPLS)
-            row += "".join(f" {ratio(o, med('write_lat', i, s), False)} |" for i, _ in PEERS)
+            row += "".join(f" {ratio(med('write_lat', o, s), med('write_lat', p, s), False)} |"
+                           for o, _ in OURS for p, _ in PEERS)
             lines.append(row)
         lines.append("")
     spreads = {i: [max(v) / min(v) for (m, j, _), v in vals.items() if j == i and len(v) > 1 and min(v) > 0]

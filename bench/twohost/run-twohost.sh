@@ -2,8 +2,10 @@
 # Two hosts on one machine (issue 15): two network namespaces joined by a
 # veth pair, and across it, interleaved round by round,
 #   ours       rma_write_bw / rma_read_bw / rma_write_lat, softroce over
-#              DPDK net_af_packet on each veth end (see bench/README.md,
-#              "Two hosts over a veth pair", for why not net_af_xdp)
+#              DPDK net_af_packet on each veth end, and over net_af_xdp on a
+#              second veth pair (XDP needs an MTU that fits a page, and its
+#              program takes every frame, so our OOB exchange stays on the
+#              first pair)
 #   UCX tcp    ucx_perftest ucp_put_bw / ucp_get / ucp_put_lat, UCX_TLS=tcp
 #   libfabric  fi_rma_loop (bench/peers/) write_bw / read_bw / write_lat over
 #              libfabric's tcp provider (FI_EP_MSG)
@@ -75,9 +77,12 @@ mtu=$(( maxframe - 14 ))
 # (RFC 2544) and lives only inside the two namespaces.
 ns_a="rma-2h-$$-a"; ns_b="rma-2h-$$-b"
 if_a="rma2hA$$"; if_b="rma2hB$$"
+xdp_a="rma2hXA$$"; xdp_b="rma2hXB$$"  # the af_xdp pair: no kernel addresses
+xdp_mtu=3498  # veth refuses a (non-multi-buffer) XDP program above about 3.5 KiB
 sub="198.18.$(( $$ % 250 + 1 ))"
 ip_a="$sub.1"; ip_b="$sub.2"      # the kernels' addresses: TCP of every tool, our OOB exchange
 nic_a="$sub.11"; nic_b="$sub.12"  # our NICs' own addresses: the kernel never answers their frames
+xnic_a="$sub.21"; xnic_b="$sub.22"  # our NICs on the af_xdp pair
 mac_a="02:52:4d:32:68:0a"; mac_b="02:52:4d:32:68:0b"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/rma-twohost.XXXXXX")"
@@ -96,6 +101,13 @@ ip netns add "$ns_a" || fail "cannot create network namespace $ns_a"
 ip netns add "$ns_b" || fail "cannot create network namespace $ns_b"
 ip link add "$if_a" netns "$ns_a" type veth peer name "$if_b" netns "$ns_b" ||
   fail "cannot create the veth pair $if_a/$if_b"
+ip link add "$xdp_a" netns "$ns_a" type veth peer name "$xdp_b" netns "$ns_b" ||
+  fail "cannot create the veth pair $xdp_a/$xdp_b"
+for side in "$ns_a $xdp_a" "$ns_b $xdp_b"; do
+  read -r ns ifc <<<"$side"
+  ip -n "$ns" link set "$ifc" mtu "$xdp_mtu" up || fail "cannot configure $ifc in $ns (mtu $xdp_mtu)"
+  ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$ifc.disable_ipv6=1" 2>/dev/null
+done
 for side in "$ns_a $if_a $ip_a" "$ns_b $if_b $ip_b"; do
   read -r ns ifc addr <<<"$side"
   if ! { ip -n "$ns" link set lo up && ip -n "$ns" link set "$ifc" mtu "$mtu" up &&
@@ -175,15 +187,19 @@ perftest_col() { awk -v c="$1" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {v
 ucx_col() { awk -v c="$1" '$1 ~ /^[0-9]+$/ && NF >= 8 {v=$c} END {if (v != "") print v}' "$work/client.log"; }
 fi_col() { awk -v c="$1" '$1 == "RESULT" {v=$c} END {if (v != "") print v}' "$work/client.log"; }
 
-ours() {  # ours ROUND TOOL METRIC SIZE ITERS COLUMN UNIT
-  local r=$1 tool=$2 metric=$3 s=$4 n=$5 col=$6 unit=$7 v p=$((port += 1))
-  local sa="af_packet:$if_a,$afp,ip=$nic_a,mac=$mac_a" sb="af_packet:$if_b,$afp,ip=$nic_b,mac=$mac_b"
-  if pair "ours $tool -s $s" "$p" \
+ours() {  # ours KIND ROUND TOOL METRIC SIZE ITERS COLUMN UNIT   (KIND af_packet or af_xdp)
+  local kind=$1 r=$2 tool=$3 metric=$4 s=$5 n=$6 col=$7 unit=$8 v p=$((port += 1)) sa sb impl
+  if [[ $kind == af_packet ]]; then
+    sa="af_packet:$if_a,$afp,ip=$nic_a,mac=$mac_a"; sb="af_packet:$if_b,$afp,ip=$nic_b,mac=$mac_b"; impl=ours
+  else
+    sa="af_xdp:$xdp_a,ip=$xnic_a,mac=$mac_a"; sb="af_xdp:$xdp_b,ip=$xnic_b,mac=$mac_b"; impl=ours-afxdp
+  fi
+  if pair "ours $kind $tool -s $s" "$p" \
       "$tools/$tool" --transport=softroce --port_type="$sa" --bind="$ip_a" -p "$p" -F -s "$s" -n "$n" -- \
       "$tools/$tool" --transport=softroce --port_type="$sb" -p "$p" -F -s "$s" -n "$n" "$ip_a" &&
      v=$(perftest_col "$col") && [[ -n "$v" ]]; then
-    record "$r" "$metric" ours "$s" "$v" "$unit"
-  else failed "round $r: $tool -s $s"; fi
+    record "$r" "$metric" "$impl" "$s" "$v" "$unit"
+  else failed "round $r: $tool over $kind -s $s"; fi
 }
 
 ucx() {  # ucx ROUND TEST METRIC SIZE ITERS COLUMN UNIT [EXTRA_ARGS...]
@@ -209,16 +225,20 @@ libfabric() {  # libfabric ROUND TEST METRIC SIZE ITERS COLUMN UNIT
 }
 
 echo "run-twohost: $ns_a/$if_a ($ip_a, our NIC $nic_a) <-> $ns_b/$if_b ($ip_b, our NIC $nic_b), mtu $mtu," \
-  "af_packet $afp; sizes $sizes; $rounds round(s); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  "af_packet $afp; af_xdp $xdp_a <-> $xdp_b (our NICs $xnic_a, $xnic_b), mtu $xdp_mtu;" \
+  "sizes $sizes; $rounds round(s); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for (( r = 1; r <= rounds; r++ )); do
   echo "run-twohost: round $r of $rounds" >&2
   for s in $sizes; do
     n=$(iters_bw "$s")
     # Who goes first rotates by round, so no implementation always runs
     # right after the same neighbour.
-    for (( k = 0; k < 3; k++ )); do
-      case $(( (r + k) % 3 )) in
-        0) ours "$r" rma_write_bw write_bw "$s" "$n" 4 MiB/s; ours "$r" rma_read_bw read_bw "$s" "$n" 4 MiB/s ;;
+    for (( k = 0; k < 4; k++ )); do
+      case $(( (r + k) % 4 )) in
+        0) ours af_packet "$r" rma_write_bw write_bw "$s" "$n" 4 MiB/s
+           ours af_packet "$r" rma_read_bw read_bw "$s" "$n" 4 MiB/s ;;
+        3) ours af_xdp "$r" rma_write_bw write_bw "$s" "$n" 4 MiB/s
+           ours af_xdp "$r" rma_read_bw read_bw "$s" "$n" 4 MiB/s ;;
         # ucp_get keeps one get in flight unless told otherwise (-O): 128, as
         # our tx depth and fi_rma_loop's window. ucp_put_bw keeps UCX's own
         # default: -O 128 made its large puts 5-10x slower here.
@@ -227,9 +247,10 @@ for (( r = 1; r <= rounds; r++ )); do
       esac
     done
   done
-  for (( k = 0; k < 3; k++ )); do
-    case $(( (r + k) % 3 )) in
-      0) ours "$r" rma_write_lat write_lat 8 "$iters_lat" 5 us ;;       # t_typical (median), half round trip
+  for (( k = 0; k < 4; k++ )); do
+    case $(( (r + k) % 4 )) in
+      0) ours af_packet "$r" rma_write_lat write_lat 8 "$iters_lat" 5 us ;;  # t_typical (median), half round trip
+      3) ours af_xdp "$r" rma_write_lat write_lat 8 "$iters_lat" 5 us ;;
       1) ucx "$r" ucp_put_lat write_lat 8 "$iters_lat" 2 us ;;          # typical latency
       2) libfabric "$r" write_lat write_lat 8 "$iters_lat" 5 us ;;      # median, half round trip
     esac
@@ -237,7 +258,8 @@ for (( r = 1; r <= rounds; r++ )); do
 done
 
 python3 "$here/make_table.py" --csv "$csv" --load-csv "$loadcsv" --out "$out/TABLE.md" \
-  --command "$invocation" --setup "veth MTU $mtu; our port af_packet:<veth>,$afp (path MTU 4096)" \
+  --command "$invocation" \
+  --setup "veth MTU $mtu, our port af_packet:<veth>,$afp (path MTU 4096); second veth pair MTU $xdp_mtu, our port af_xdp:<veth> (path MTU 2048)" \
   --failures "${#failures[@]}" || fail "make_table.py failed"
 cat "$out/TABLE.md"
 if [[ ${#failures[@]} -gt 0 ]]; then

@@ -1,7 +1,8 @@
 // DpdkPort: creating the device of each port kind (ring pair, PCI probe,
-// memif / af_packet / tap vdevs) and configuring it (queues, MAC, start,
+// memif / af_packet / af_xdp / tap vdevs) and configuring it (queues, MAC, start,
 // the memif link wait).
 #include <net/if.h>
+#include <unistd.h>
 
 #include <rte_bus_vdev.h>
 #include <rte_dev.h>
@@ -95,6 +96,17 @@ Status DpdkPort::create_device() {
   }
 
   std::string args;
+  if (spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp) {
+    const std::string kind = port_kind_name(spec_.kind);
+    if (if_nametoindex(spec_.name.c_str()) == 0) {
+      return not_found(kind + ":" + spec_.name + ": no network interface of that name in this network namespace");
+    }
+    // A down interface opens fine and then carries nothing: say so now.
+    if (const int flags = iface_flags(spec_.name); flags >= 0 && (flags & IFF_UP) == 0) {
+      return failed_precondition(kind + ":" + spec_.name + ": the interface is down; bring it up first (ip link set " +
+                                 spec_.name + " up)");
+    }
+  }
   if (spec_.kind == PortKind::kMemif) {
     vdev_name_ = "net_memif" + std::to_string(seq);
     std::string sock = spec_.name[0] == '/' ? spec_.name : "/" + spec_.name;
@@ -106,19 +118,21 @@ Status DpdkPort::create_device() {
     // with rma_frame_pump: 4154 B frames over 2048 B buffers arrived as
     // 2048 B + 2106 B fragments), so frames never exceed one buffer.
     info_.max_frame = std::min(kDataRoom, spec_.memif_bsize);
+  } else if (spec_.kind == PortKind::kAfXdp) {
+    // The driver registers our pool as its umem: every mbuf (headers, the
+    // kernel's XDP headroom and the frame) must fit one 4 KiB umem chunk.
+    vdev_name_ = "net_af_xdp" + std::to_string(seq);
+    args = "iface=" + spec_.name + ",start_queue=0,queue_count=1";
+    std::uint32_t mf = kAfXdpDataRoom - 256;  // XDP_PACKET_HEADROOM
+    int mtu = iface_mtu(spec_.name);
+    if (mtu > 0) mf = std::min<std::uint32_t>(mf, static_cast<std::uint32_t>(mtu) + RTE_ETHER_HDR_LEN);
+    info_.max_frame = mf;
   } else if (spec_.kind == PortKind::kAfPacket) {
-    if (if_nametoindex(spec_.name.c_str()) == 0) {
-      return not_found("af_packet:" + spec_.name + ": no network interface of that name in this network namespace");
-    }
-    // A down interface opens fine and then carries nothing: say so now.
-    if (const int flags = iface_flags(spec_.name); flags >= 0 && (flags & IFF_UP) == 0) {
-      return failed_precondition("af_packet:" + spec_.name + ": the interface is down; bring it up first (ip link set " +
-                                 spec_.name + " up)");
-    }
     vdev_name_ = "net_af_packet" + std::to_string(seq);
     args = "iface=" + spec_.name + ",qpairs=1,blocksz=" + std::to_string(spec_.blocksz) +
            ",framesz=" + std::to_string(spec_.framesz) + ",framecnt=" + std::to_string(spec_.framecnt);
     // The kernel puts the frame 66 bytes into a TPACKET_V2 slot (80 with alignment slack).
+    static_assert(kAfPacketMaxFramesz - 32 <= kDataRoom, "the af_packet driver copies a frame slot into one mbuf");
     std::uint32_t mf = std::min<std::uint32_t>(kDataRoom, spec_.framesz - 80);
     int mtu = iface_mtu(spec_.name);
     if (mtu > 0) mf = std::min<std::uint32_t>(mf, static_cast<std::uint32_t>(mtu) + RTE_ETHER_HDR_LEN);
@@ -128,12 +142,20 @@ Status DpdkPort::create_device() {
     args = "iface=" + spec_.name;
     info_.max_frame = 1504 + RTE_ETHER_HDR_LEN;  // the tap PMD caps MTU at 1504 and drops larger tx
   }
-  RMA_ASSIGN_OR_RETURN(pool_, make_pool(kPoolSize));
+  if (spec_.kind == PortKind::kAfXdp) {
+    // The driver keeps 2048 mbufs in its fill queue beside the ones in flight.
+    RMA_ASSIGN_OR_RETURN(pool_, make_pool(kPoolSizeAfXdp, kAfXdpDataRoom));
+  } else {
+    RMA_ASSIGN_OR_RETURN(pool_, make_pool(kPoolSize));
+  }
   int rc = rte_vdev_init(vdev_name_.c_str(), args.c_str());
   if (rc < 0) {
     std::string hint;
     if (spec_.kind == PortKind::kMemif) hint = " (is another memif " + std::string(spec_.memif_server ? "server" : "client") + " using this socket name?)";
-    if (spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kTap) hint = " (needs root or CAP_NET_RAW/CAP_NET_ADMIN)";
+    if (spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp || spec_.kind == PortKind::kTap) {
+      hint = geteuid() != 0 ? " (needs root or CAP_NET_RAW/CAP_NET_ADMIN)"
+                            : " (the driver refused these options; its log line above says why)";
+    }
     std::string name = vdev_name_;
     vdev_name_.clear();  // nothing to uninit
     return io_error(info_.name + ": rte_vdev_init(" + name + ", \"" + args + "\") failed: " + rte_err(rc) + hint, 0);
@@ -169,7 +191,14 @@ Status DpdkPort::configure() {
   (void)rte_eth_dev_adjust_nb_rx_tx_desc(port_id_, &nrx, &ntx);
   const int socket = rte_eth_dev_socket_id(port_id_) < 0 ? static_cast<int>(rte_socket_id()) : rte_eth_dev_socket_id(port_id_);
   rc = rte_eth_rx_queue_setup(port_id_, 0, nrx, static_cast<unsigned>(socket), nullptr, pool_->mp);
-  if (rc != 0) return io_error(n + ": rte_eth_rx_queue_setup failed: " + rte_err(rc), 0);
+  if (rc != 0) {
+    // af_xdp fails here when the kernel refuses the XDP program or the socket;
+    // the usual cause on a veth is an MTU that does not fit a page.
+    const std::string hint = spec_.kind != PortKind::kAfXdp ? "" :
+        " (the driver could not attach XDP to " + spec_.name + "; its log above says why. A frame must fit one page: "
+        "on a veth both ends need an MTU of at most 3506, e.g. ip link set " + spec_.name + " mtu 3498)";
+    return io_error(n + ": rte_eth_rx_queue_setup failed: " + rte_err(rc) + hint, 0);
+  }
   rc = rte_eth_tx_queue_setup(port_id_, 0, ntx, static_cast<unsigned>(socket), nullptr);
   if (rc != 0) return io_error(n + ": rte_eth_tx_queue_setup failed: " + rte_err(rc), 0);
 

@@ -31,13 +31,13 @@ std::atomic<unsigned>& open_link_count() noexcept {
   return n;
 }
 
-Result<std::shared_ptr<Mempool>> make_pool(unsigned n) {
+Result<std::shared_ptr<Mempool>> make_pool(unsigned n, std::uint32_t data_room) {
   const std::string name = "rma_mp" + std::to_string(next_object_seq());
   rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), n, kPoolCache, 0,
-                                            RTE_PKTMBUF_HEADROOM + kDataRoom, SOCKET_ID_ANY);
+                                            static_cast<std::uint16_t>(RTE_PKTMBUF_HEADROOM + data_room), SOCKET_ID_ANY);
   if (mp == nullptr) {
     return resource_exhausted("cannot create mbuf pool of " + std::to_string(n) + " x " +
-                              std::to_string(kDataRoom) + " B: " + rte_err(rte_errno) +
+                              std::to_string(data_room) + " B: " + rte_err(rte_errno) +
                               "; give the EAL more memory (-m in RMA_SOFTROCE_EAL_ARGS)");
   }
   return std::make_shared<Mempool>(mp);

@@ -19,8 +19,14 @@
 namespace rma::roce::port {
 
 constexpr std::uint32_t kDataRoom = 9216;  // bytes of frame per mbuf (jumbo)
+constexpr std::uint32_t kAfXdpDataRoom = 3072;  // af_xdp: mbuf + headroom + this fit a 4 KiB umem chunk
 constexpr unsigned kPoolSize = 2047;       // mbufs per port (2^n - 1)
 constexpr unsigned kPoolSizePci = 4095;
+// af_xdp: the driver's fill queue (up to 4096), rx and tx rings (kDesc each)
+// and its completion queue (2048) all hold mbufs of this pool; with too few,
+// a receive can find the pool empty while the mbufs it needs wait in a
+// completion queue that only a transmit reaps.
+constexpr unsigned kPoolSizeAfXdp = 16383;
 constexpr unsigned kPoolCache = 128;
 constexpr unsigned kRingSize = 1024;       // ring: slots per direction
 
@@ -44,7 +50,7 @@ struct Mempool {
 };
 
 // A pool of n mbufs of kDataRoom bytes.
-Result<std::shared_ptr<Mempool>> make_pool(unsigned n);
+Result<std::shared_ptr<Mempool>> make_pool(unsigned n, std::uint32_t data_room = kDataRoom);
 
 // Two crossed rte_rings shared by the two ends of a ring:<name> pair, plus
 // both ends' pools: an mbuf sent by one end may sit in the other's rx ring

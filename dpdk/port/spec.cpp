@@ -12,7 +12,7 @@ namespace {
 constexpr std::string_view kGrammar =
     "valid port specs: memif:server:<socket>[,rsize=N][,bsize=N][,wait=MS] | "
     "memif:client:<socket>[,...same] | ring:<name> | "
-    "af_packet:<ifname>[,framesz=N][,blocksz=N][,framecnt=N] | tap:<ifname> | "
+    "af_packet:<ifname>[,framesz=N][,blocksz=N][,framecnt=N] | af_xdp:<ifname> | tap:<ifname> | "
     "pci:<domain:bus:dev.fn> | memif-mesh:<job>,rank=R,size=N[,rsize=N][,bsize=N][,wait=MS] ; "
     "every kind but memif-mesh also takes ,ip=a.b.c.d and ,mac=xx:xx:xx:xx:xx:xx";
 
@@ -79,6 +79,7 @@ const char* port_kind_name(PortKind kind) noexcept {
     case PortKind::kTap: return "tap";
     case PortKind::kPci: return "pci";
     case PortKind::kMemifMesh: return "memif-mesh";
+    case PortKind::kAfXdp: return "af_xdp";
   }
   return "?";
 }
@@ -150,6 +151,8 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     out.kind = PortKind::kRing;
   } else if (kind == "af_packet") {
     out.kind = PortKind::kAfPacket;
+  } else if (kind == "af_xdp") {
+    out.kind = PortKind::kAfXdp;
   } else if (kind == "tap") {
     out.kind = PortKind::kTap;
   } else if (kind == "pci") {
@@ -165,7 +168,9 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     return invalid_argument(quoted + "missing name after '" + std::string(head) + "'; " + std::string(kGrammar));
   }
   std::size_t max_len = 64;
-  if (out.kind == PortKind::kAfPacket || out.kind == PortKind::kTap) max_len = 15;  // IFNAMSIZ - 1
+  if (out.kind == PortKind::kAfPacket || out.kind == PortKind::kAfXdp || out.kind == PortKind::kTap) {
+    max_len = 15;  // IFNAMSIZ - 1
+  }
   if (out.kind == PortKind::kMemif) max_len = 100;                                   // sun_path
   if (out.kind == PortKind::kMemifMesh) max_len = 80;  // + ".<rank>.<rank>" per link
   if (rest.size() > max_len) {
@@ -272,6 +277,19 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     }
     if ((static_cast<std::uint64_t>(out.framecnt) * out.framesz) % out.blocksz != 0) {
       return invalid_argument(quoted + "af_packet framecnt*framesz must be a multiple of blocksz");
+    }
+    if (out.framesz > kAfPacketMaxFramesz) {
+      return invalid_argument(quoted + "option framesz=" + std::to_string(out.framesz) + " is larger than " +
+                              std::to_string(kAfPacketMaxFramesz) +
+                              ": DPDK's af_packet driver copies each frame slot into one 9216-byte buffer and "
+                              "refuses larger slots");
+    }
+    const std::uint64_t ring = static_cast<std::uint64_t>(out.framecnt) * out.framesz;
+    if (ring > kAfPacketMaxRingBytes) {
+      return invalid_argument(quoted + "options framecnt=" + std::to_string(out.framecnt) + " and framesz=" +
+                              std::to_string(out.framesz) + " make a ring of " + std::to_string(ring >> 20) +
+                              " MiB, more than " + std::to_string(kAfPacketMaxRingBytes >> 20) +
+                              " MiB: the kernel allocates the rx and the tx ring at open");
     }
   }
   return out;

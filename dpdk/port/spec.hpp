@@ -10,6 +10,9 @@
 //             wait=<ms to wait for link up in open_port; 0 = do not wait>
 //   ring:<name>        in-process pair: the 2nd open of <name> is wired to the 1st
 //   af_packet:<ifname>[,framesz=N][,blocksz=N][,framecnt=N]  (root/CAP_NET_RAW)
+//   af_xdp:<ifname>    DPDK net_af_xdp on queue 0 of a kernel interface (root); a
+//                      frame must fit a 4 KiB umem frame (path MTU 2048), and
+//                      the default XDP program takes every frame of the queue
 //   tap:<ifname>       creates a tap interface (root/CAP_NET_ADMIN); max frame 1518
 //   pci:<bdf>          a NIC bound to a DPDK driver, e.g. pci:0000:3b:00.0
 //   memif-mesh:<job>,rank=R,size=N[,rsize=..][,bsize=..][,wait=..]
@@ -33,7 +36,7 @@
 
 namespace rma::roce::port {
 
-enum class PortKind { kMemif, kRing, kAfPacket, kTap, kPci, kMemifMesh };
+enum class PortKind { kMemif, kRing, kAfPacket, kTap, kPci, kMemifMesh, kAfXdp };
 
 const char* port_kind_name(PortKind kind) noexcept;
 
@@ -63,6 +66,14 @@ struct PortSpec {
 std::string_view spec_grammar() noexcept;
 
 Result<PortSpec> parse_port_spec(std::string_view spec);
+
+// af_packet: DPDK's driver copies each received frame slot (framesz less a
+// 32-byte header) into one mbuf of kDataRoom (9216) bytes and refuses a queue
+// whose slots do not fit, so framesz is at most 8192 (a power of two). Each
+// ring (one rx, one tx) is framecnt * framesz bytes of kernel memory,
+// allocated at open: at most kAfPacketMaxRingBytes.
+constexpr std::uint32_t kAfPacketMaxFramesz = 8192;
+constexpr std::uint64_t kAfPacketMaxRingBytes = 256ull << 20;
 
 // A memif mesh has at most this many ranks (each opens size - 1 memif links).
 constexpr std::uint32_t kMaxMeshSize = 64;

@@ -199,7 +199,8 @@ class SoftRoceProvider final : public Provider {
     RMA_ASSIGN_OR_RETURN(std::uint32_t mtu, configured_mtu());
     if (mtu == 0) {
       const bool small = parsed->kind == roce::port::PortKind::kTap ||
-                         parsed->kind == roce::port::PortKind::kAfPacket;
+                         parsed->kind == roce::port::PortKind::kAfPacket ||
+                         parsed->kind == roce::port::PortKind::kAfXdp;
       mtu = small ? largest_path_mtu(1518) : 4096;  // the real value is known once opened
     }
     DeviceInfo d;

@@ -131,6 +131,36 @@ TEST_F(AfPacketVeth, JumboFramesCrossBetweenNamespaces) {
   echo.pid = -1;
 }
 
+// net_af_xdp on the same veth pair (native XDP on veth): frames up to the
+// largest a 4 KiB umem frame holds at this MTU cross both ways. The veth
+// takes an XDP program only with an MTU that fits a page.
+TEST_F(AfPacketVeth, AfXdpFramesCrossBetweenNamespaces) {
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(run("ip -n " + g_ns[i] + " link set " + if_[i] + " mtu 3498"), 0);
+  ChildGuard echo, ping;
+  echo.pid = spawn({RMA_PORT_PEER_PATH, "--netns", g_ns[0], "--spec", "af_xdp:" + if_[0], "--mode", "echo",
+                    "--timeout-ms", "20000"});
+  ASSERT_GT(echo.pid, 0);
+  std::this_thread::sleep_for(1s);
+  ping.pid = spawn({RMA_PORT_PEER_PATH, "--netns", g_ns[1], "--spec", "af_xdp:" + if_[1], "--mode", "ping",
+                    "--sizes", "64,1082,2122,2800", "--rounds", "3", "--timeout-ms", "20000"});
+  ASSERT_GT(ping.pid, 0);
+  EXPECT_EQ(exit_code(wait_child(ping.pid, 30s)), 0) << "ping side failed (see its stderr)";
+  ping.pid = -1;
+  EXPECT_EQ(exit_code(wait_child(echo.pid, 10s)), 0) << "echo side failed";
+  echo.pid = -1;
+  // The driver removes its XDP program when the port closes: the kernel
+  // owns the interface again.
+  EXPECT_NE(run("ip -n " + g_ns[0] + " link show " + if_[0] + " | grep -q xdp"), 0);
+
+  // Bad input (issue 15): an MTU XDP cannot take is refused naming the port,
+  // the interface and the cause.
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(run("ip -n " + g_ns[i] + " link set " + if_[i] + " mtu 9000"), 0);
+  auto [rc, out] = run_peer("--netns " + g_ns[0] + " --spec af_xdp:" + if_[0] + " --mode echo --timeout-ms 300");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("af_xdp:" + if_[0] + ": rte_eth_rx_queue_setup failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("mtu 3498"), std::string::npos) << out;
+}
+
 TEST_F(AfPacketVeth, TapPortStartsInNamespace) {
   // tap: the PMD creates the interface; frames cap at 1518 (dpdk.md). Checks
   // it opens, reports its limit and cleans up: the peer in ping mode against

@@ -34,6 +34,11 @@ TEST(PortSpec, ParsesEveryKind) {
   EXPECT_EQ(a->kind, PortKind::kAfPacket);
   EXPECT_EQ(a->framecnt, 512u);
 
+  auto x = parse_port_spec("af_xdp:veth0,ip=10.0.0.2");
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  EXPECT_EQ(x->kind, PortKind::kAfXdp);
+  EXPECT_EQ(x->name, "veth0");
+
   EXPECT_TRUE(parse_port_spec("tap:rmatap0").ok());
   auto p = parse_port_spec("pci:0000:3b:00.1");
   ASSERT_TRUE(p.ok()) << p.status().to_string();
@@ -72,7 +77,16 @@ INSTANTIATE_TEST_SUITE_P(
                       BadSpec{"ring:a,mac=01:00:5e:00:00:01", "multicast"},
                       BadSpec{"memif:server:x,rsize=20", "rsize"}, BadSpec{"memif:server:x,wait=abc", "wait"},
                       BadSpec{"af_packet:eth0,framesz=3000", "power of two"},
+                      // Issue 15: options DPDK's driver or the kernel would refuse at open are
+                      // refused here, naming the port, the option and the cause.
+                      BadSpec{"af_packet:eth0,framesz=3", "af_packet:eth0,framesz=3': option framesz='3' must be"},
+                      BadSpec{"af_packet:eth0,framesz=16384,blocksz=16384",
+                              "option framesz=16384 is larger than 8192: DPDK's af_packet driver copies"},
+                      BadSpec{"af_packet:eth0,framesz=8192,blocksz=65536,framecnt=65536",
+                              "options framecnt=65536 and framesz=8192 make a ring of 512 MiB, more than 256 MiB"},
                       BadSpec{"af_packet:averyveryverylongifname", "longer than 15"},
+                      BadSpec{"af_xdp:averyveryverylongifname", "longer than 15"},
+                      BadSpec{"af_xdp:veth0,framesz=4096", "unknown option 'framesz' for af_xdp"},
                       BadSpec{"ring:a b", "may contain only"}, BadSpec{"pci:xyz", "not a PCI address"},
                       BadSpec{"pci:0000:3b:00.9", "not a PCI address"},
                       BadSpec{"memif-mesh:job", "needs rank=R and size=N"},

@@ -8,12 +8,8 @@
 namespace rma::shm {
 
 Result<std::shared_ptr<CqImpl>> CqImpl::create(std::shared_ptr<DeviceImpl> device, std::uint32_t depth) {
-  const std::uint32_t max = device->caps().max_cqe;
-  if (depth == 0 || depth > max) {
-    return invalid_argument("create_cq: depth " + dec(depth) + " is outside 1.." + dec(max));
-  }
   std::shared_ptr<CqImpl> cq(new CqImpl(std::move(device)));
-  RMA_RETURN_IF_ERROR(cq->ring_.init(depth));
+  RMA_RETURN_IF_ERROR(cq->ring_.init(depth, cq->device_->caps().max_cqe));
   return cq;
 }
 

@@ -15,16 +15,10 @@ namespace rma::shm {
 namespace {
 constexpr char kTag[3] = {'s', 'h', 'm'};
 constexpr std::uint8_t kVersion = 1;
-
-void put_le(std::uint8_t* p, std::uint64_t v, int n) noexcept {
-  for (int i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-std::uint64_t get_le(const std::uint8_t* p, int n) noexcept {
-  std::uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= std::uint64_t{p[i]} << (8 * i);
-  return v;
-}
 }  // namespace
+
+using swkit::get_le;
+using swkit::put_le;
 
 EndpointAddress encode_endpoint(const Endpoint& e) {
   EndpointAddress a;

@@ -109,7 +109,7 @@ class DeviceImpl final : public SoftRoceDevice, public std::enable_shared_from_t
 class CqImpl final : public CompletionQueue {
  public:
   explicit CqImpl(std::shared_ptr<DeviceImpl> dev) : dev_(std::move(dev)) {}
-  Status init(std::uint32_t depth) { return ring_.init(depth); }
+  Status init(std::uint32_t depth, std::uint32_t max_cqe) { return ring_.init(depth, max_cqe); }
   int poll(std::span<Completion> out) noexcept override {
     roce::rc::Engine& e = dev_->engine();
     std::lock_guard lock(e.mutex());
@@ -311,11 +311,8 @@ Result<std::shared_ptr<ProtectionDomain>> DeviceImpl::alloc_pd() {
 }
 
 Result<std::shared_ptr<CompletionQueue>> DeviceImpl::create_cq(std::uint32_t depth) {
-  if (depth == 0 || depth > info_.caps.max_cqe) {
-    return invalid_argument("create_cq: depth " + dec(depth) + " is outside 1.." + dec(info_.caps.max_cqe));
-  }
   auto cq = std::make_shared<CqImpl>(shared_from_this());
-  RMA_RETURN_IF_ERROR(cq->init(depth));
+  RMA_RETURN_IF_ERROR(cq->init(depth, info_.caps.max_cqe));
   return std::shared_ptr<CompletionQueue>(std::move(cq));
 }
 

@@ -7,8 +7,10 @@
 
 namespace rma::swkit {
 
-Status CompletionRing::init(std::uint32_t depth) {
-  if (depth == 0) return invalid_argument("create_cq: depth 0");
+Status CompletionRing::init(std::uint32_t depth, std::uint32_t max_cqe) {
+  if (depth == 0 || depth > max_cqe) {
+    return invalid_argument("create_cq: depth " + std::to_string(depth) + " is outside 1.." + std::to_string(max_cqe));
+  }
   ring_.reset(new (std::nothrow) CqEntry[depth]);
   if (!ring_) return resource_exhausted("create_cq: cannot allocate " + std::to_string(depth) + " entries");
   depth_ = depth;

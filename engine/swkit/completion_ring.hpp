@@ -32,8 +32,9 @@ struct CqEntry {
 
 class CompletionRing {
  public:
-  // Control path: the only allocation; depth must be at least 1.
-  Status init(std::uint32_t depth);
+  // Control path: the only allocation. depth must be 1..max_cqe (the
+  // device's limit); the error names both, as create_cq reports it.
+  Status init(std::uint32_t depth, std::uint32_t max_cqe);
 
   // False when the entry was lost because the ring overran (now or before).
   bool push(const CqEntry& e) noexcept {

@@ -203,8 +203,11 @@ CqEntry cqe(std::uint64_t wr_id, std::uint32_t qpn, bool send, std::uint64_t seq
 
 TEST(SwkitCompletionRing, PollsInOrderAndRetiresEachEntry) {
   CompletionRing r;
-  EXPECT_FALSE(r.init(0).ok());
-  ASSERT_TRUE(r.init(3).ok());
+  EXPECT_FALSE(r.init(0, 8).ok());
+  const Status too_deep = r.init(9, 8);
+  EXPECT_FALSE(too_deep.ok());
+  EXPECT_NE(too_deep.message().find("depth 9 is outside 1..8"), std::string::npos) << too_deep.message();
+  ASSERT_TRUE(r.init(3, 8).ok());
   EXPECT_EQ(r.depth(), 3u);
   std::array<Completion, 4> out{};
   std::vector<std::uint64_t> retired;
@@ -229,7 +232,7 @@ TEST(SwkitCompletionRing, PollsInOrderAndRetiresEachEntry) {
 
 TEST(SwkitCompletionRing, OverrunIsStickyAndSaysWhatWasLost) {
   CompletionRing r;
-  ASSERT_TRUE(r.init(2).ok());
+  ASSERT_TRUE(r.init(2, 8).ok());
   ASSERT_TRUE(r.push(cqe(1, 5, true, 0)));
   ASSERT_TRUE(r.push(cqe(2, 5, true, 1)));
   EXPECT_FALSE(r.push(cqe(0xBEEF, 4242, true, 2)));

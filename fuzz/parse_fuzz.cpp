@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "wire/arp.hpp"
 #include "wire/wire.hpp"
 
 namespace {
@@ -33,7 +34,22 @@ bool same(const Headers& a, const Headers& b) {
          a.atomic_compare == b.atomic_compare && a.atomic_ack_orig == b.atomic_ack_orig && a.imm == b.imm;
 }
 
+// An ARP request that parses is answered with a reply that swaps the two
+// parties; the reply is not itself a request (the NIC never answers its own).
+void check_arp(std::span<const std::uint8_t> frame) {
+  ArpRequest req;
+  if (!parse_arp_request(frame, req)) return;
+  if ((req.sender_mac[0] & 1u) != 0) fail("accepted a multicast ARP sender");
+  const MacAddress ours{0x02, 0, 0, 0, 0, 1};
+  std::uint8_t reply[kArpReplyLen];
+  if (build_arp_reply(req, ours, reply) != kArpReplyLen) fail("build_arp_reply refused a parsed request");
+  ArpRequest again;
+  if (parse_arp_request(reply, again)) fail("an ARP reply parsed as a request");
+  if (std::memcmp(reply, req.sender_mac.data(), 6) != 0) fail("ARP reply not sent to the asker");
+}
+
 void check(std::span<const std::uint8_t> frame) {
+  check_arp(frame);
   Packet p;
   const ParseError e = parse_packet(frame, p);
   if (static_cast<int>(e) >= static_cast<int>(ParseError::kCount)) fail("error out of range");

@@ -209,7 +209,7 @@ class World {
     auto e = Engine::create(std::move(link), o);
     if (!e.ok()) fail("Engine::create");
     d.engine = std::move(e).value();
-    if (!d.cq.init(64).ok()) fail("cq");
+    if (!d.cq.init(64, 64).ok()) fail("cq");
   }
 
   std::unique_ptr<RcQp> make_qp(Device& d) {

@@ -47,6 +47,8 @@ for s in $sizes; do
 done
 # shellcheck source=../../scripts/lib/deps.sh
 source "$root/scripts/lib/deps.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/pair_args.sh
+source "$here/../lib/pair_args.sh"
 rma_install_deps ucx-utils gnuplot-nox >&2 || { echo "run-report: installing ucx-utils/gnuplot-nox failed" >&2; exit 1; }
 
 mkdir -p "$out"
@@ -75,16 +77,10 @@ record() { echo "$1,$2,$3,$4,$5" >>"$csv"; }
 
 # Runs one server/client pair on loopback; prints the client's output.
 pair() {  # pair SERVER_CMD... -- CLIENT_CMD...
-  local server=() client=() seen=0 a
-  for a in "$@"; do
-    if [[ $seen -eq 0 && "$a" == "--" ]]; then seen=1; continue; fi
-    if [[ $seen -eq 0 ]]; then server+=("$a"); else client+=("$a"); fi
-  done
-  # What else ran on the machine just before this pair (2 shared vCPUs: a
-  # load above ~1 means the pair competed for them).
-  local load; read -r -a load </proc/loadavg
-  echo "$(date +%H:%M:%S),${load[0]},${load[1]},${load[2]},\"${client[*]//\"/}\"" >>"$loadcsv"
-  echo "run-report: load ${load[0]} before: ${client[*]}" >&2
+  split_pair "$@"
+  local server=("${pair_server[@]}") client=("${pair_client[@]}")
+  log_load "$loadcsv" "${client[*]}"
+  echo "run-report: load $pair_load before: ${client[*]}" >&2
   timeout 120 "${server[@]}" >"$work/server.log" 2>&1 &
   local spid=$!
   pids+=("$spid")

@@ -60,6 +60,8 @@ for t in "$tools/rma_write_bw" "$tools/rma_read_bw" "$tools/rma_write_lat" "$fi_
 done
 # shellcheck source-path=SCRIPTDIR source=../../scripts/lib/deps.sh
 source "$root/scripts/lib/deps.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/pair_args.sh
+source "$here/../lib/pair_args.sh"
 rma_install_deps ucx-utils libfabric-bin libfabric-dev >&2 || fail "installing ucx-utils/libfabric failed"
 command -v ucx_perftest >/dev/null || fail "ucx_perftest not found after installing ucx-utils"
 
@@ -145,14 +147,10 @@ wait_listen() {
 # both under timeout; the client's output in $work/client.log.
 pair() {
   local name=$1 p=$2; shift 2
-  local server=() client=() seen=0 a
-  for a in "$@"; do
-    if [[ $seen -eq 0 && "$a" == "--" ]]; then seen=1; continue; fi
-    if [[ $seen -eq 0 ]]; then server+=("$a"); else client+=("$a"); fi
-  done
-  local load; read -r -a load </proc/loadavg
-  echo "$(date -u +%H:%M:%S),${load[0]},${load[1]},${load[2]},\"$name: ${client[*]//\"/}\"" >>"$loadcsv"
-  echo "run-twohost: load ${load[0]} before $name" >&2
+  split_pair "$@"
+  local server=("${pair_server[@]}") client=("${pair_client[@]}")
+  log_load "$loadcsv" "$name: ${client[*]}"
+  echo "run-twohost: load $pair_load before $name" >&2
   timeout "$tmo" ip netns exec "$ns_a" "${server[@]}" >"$work/server.log" 2>&1 &
   spid=$!
   local rc=0

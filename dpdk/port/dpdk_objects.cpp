@@ -53,24 +53,30 @@ std::map<std::string, std::weak_ptr<RingPair>>& ring_registry() {
   return *m;
 }
 
-int iface_flags(const std::string& ifname) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  if (fd < 0) return -1;
-  ifreq ifr{};
+namespace {
+
+// One SIOCGIF* query of a network interface of this namespace; false when
+// the interface or the socket is not there.
+bool query_iface(const std::string& ifname, unsigned long request, ifreq& ifr) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return false;
+  ifr = ifreq{};
   std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-  int flags = ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 ? ifr.ifr_flags : -1;
+  const bool ok = ioctl(fd, request, &ifr) == 0;
   ::close(fd);
-  return flags;
+  return ok;
+}
+
+}  // namespace
+
+int iface_flags(const std::string& ifname) {
+  ifreq ifr;
+  return query_iface(ifname, SIOCGIFFLAGS, ifr) ? ifr.ifr_flags : -1;
 }
 
 int iface_mtu(const std::string& ifname) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  if (fd < 0) return -1;
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-  int mtu = ioctl(fd, SIOCGIFMTU, &ifr) == 0 ? ifr.ifr_mtu : -1;
-  ::close(fd);
-  return mtu;
+  ifreq ifr;
+  return query_iface(ifname, SIOCGIFMTU, ifr) ? ifr.ifr_mtu : -1;
 }
 
 }  // namespace rma::roce::port

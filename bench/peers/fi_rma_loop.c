@@ -128,31 +128,26 @@ static void post_recv(struct ctx* c) {
   check((int)rc, "fi_recv");
 }
 
-/* Sends msgbuf[1] and waits for it and for one receive (posted before). */
-static void send_and_wait_recv(struct ctx* c) {
+/* Sends msgbuf[1] and waits for its completion and for `need_recvs`
+ * receives (posted before); a receive may complete while the send waits. */
+static void send_then_wait(struct ctx* c, int need_recvs) {
   ssize_t rc;
   int recvs = 0, sends = 0;
   while ((rc = fi_send(c->ep, &c->msgbuf[1], sizeof c->msgbuf[1], fi_mr_desc(c->msg_mr), 0, &ctx_send)) ==
          -FI_EAGAIN)
     drain_cq(c, &recvs, &sends);
   check((int)rc, "fi_send");
-  while (recvs < 1 || sends < 1) drain_cq(c, &recvs, &sends);
+  while (recvs < need_recvs || sends < 1) drain_cq(c, &recvs, &sends);
 }
+
+static void send_and_wait_recv(struct ctx* c) { send_then_wait(c, 1); }
 
 static void wait_recv(struct ctx* c) {
   int recvs = 0, sends = 0;
   while (recvs < 1) drain_cq(c, &recvs, &sends);
 }
 
-static void send_msg(struct ctx* c) {
-  ssize_t rc;
-  int recvs = 0, sends = 0;
-  while ((rc = fi_send(c->ep, &c->msgbuf[1], sizeof c->msgbuf[1], fi_mr_desc(c->msg_mr), 0, &ctx_send)) ==
-         -FI_EAGAIN)
-    drain_cq(c, &recvs, &sends);
-  check((int)rc, "fi_send");
-  while (sends < 1) drain_cq(c, &recvs, &sends);
-}
+static void send_msg(struct ctx* c) { send_then_wait(c, 0); }
 
 static struct fi_info* make_hints(const char* prov) {
   struct fi_info* h = fi_allocinfo();

@@ -20,8 +20,15 @@ struct Table {
 void declare_engine_variables(Table& t) {
   const Variable builtin[] = {
       {"RMA_PROVIDER", "",
-       "provider to use (self, verbs, softroce, ...); empty = highest priority with a device"},
-      {"RMA_DEVICE", "", "device to open within the provider; empty = its first"},
+       "one provider for every peer (self, shm, verbs, softroce); empty = per peer: shm for the peers on "
+       "this host, the best network provider (verbs, else softroce) for the others"},
+      {"RMA_DEVICE", "", "device to open within RMA_PROVIDER; empty = its first"},
+      {"RMA_HOST_ID", "",
+       "host identity that decides which ranks share a host (and so shared memory); empty = kernel boot id, "
+       "pid namespace and network namespace"},
+      {"RMA_SHM_FALLBACK", "error",
+       "when ranks of one host cannot reach each other's memory by cross-memory attach (another user, "
+       "kernel.yama.ptrace_scope): error (stop with the cause) or network (use the network provider between them)"},
       {"RMA_LOG_LEVEL", "warn", "log threshold: error, warn, info, debug or trace"},
       {"RMA_RCACHE_MAX_BYTES", "inf",
        "registration cache: bytes cached before unused registrations are evicted (K/M/G suffixes, inf)"},

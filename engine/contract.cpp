@@ -96,6 +96,15 @@ std::string_view qp_state_name(QpState s) noexcept {
   return "UNKNOWN";
 }
 
+std::string_view provider_reach_name(ProviderReach r) noexcept {
+  switch (r) {
+    case ProviderReach::kProcess: return "process";
+    case ProviderReach::kHost: return "host";
+    case ProviderReach::kNetwork: return "network";
+  }
+  return "unknown";
+}
+
 Status PostResult::to_status() const {
   if (ok()) return {};
   std::string m = "work request " + std::to_string(bad_index) + ": " +

@@ -72,6 +72,19 @@ Result<Provider*> ProviderRegistry::select(std::string_view name) const {
   return not_found("no provider has a usable device" + why);
 }
 
+Result<Provider*> ProviderRegistry::select_by_reach(ProviderReach reach) const {
+  std::string why;
+  for (Provider* p : providers()) {
+    if (p->reach() != reach) continue;
+    auto devices = p->query_devices();
+    if (devices.ok() && !devices->empty()) return p;
+    why += "; " + std::string(p->name()) + ": " +
+           (devices.ok() ? std::string("no devices") : devices.status().message());
+  }
+  return not_found("no " + std::string(provider_reach_name(reach)) + " provider has a usable device" +
+                   (why.empty() ? std::string(" (none is built in)") : why));
+}
+
 Result<std::shared_ptr<Device>> ProviderRegistry::open(std::string_view provider,
                                                        std::string_view device) const {
   RMA_ASSIGN_OR_RETURN(Provider * p, select(provider));

@@ -7,10 +7,11 @@
 namespace rma::shm {
 namespace {
 
-// Below every other provider, self (10) included: the engine does not yet
-// choose a provider per peer, and self always has a device, so shm is used
-// only when RMA_PROVIDER=shm (or a caller names it) and nothing that worked
-// before changes.
+// The endpoint manager picks shm by its reach (the processes of this host)
+// for the peers that share this rank's host; the priority only orders it
+// below every network provider where a caller asks for "the best provider"
+// without a reach (ProviderRegistry::select), which must be able to reach
+// any host.
 constexpr int kPriority = 5;
 
 class ShmProvider final : public Provider {
@@ -20,6 +21,7 @@ class ShmProvider final : public Provider {
     return "shared memory: processes of one host (shared segment + process_vm_readv/writev)";
   }
   int priority() const noexcept override { return kPriority; }
+  ProviderReach reach() const noexcept override { return ProviderReach::kHost; }
 
   Result<std::vector<DeviceInfo>> query_devices() override { return std::vector<DeviceInfo>{shm_device_info()}; }
 

@@ -14,6 +14,7 @@
 #include "rma/sdk/registry.hpp"
 #include "rma/sdk/stats.hpp"
 #include "rma/version.hpp"
+#include "rma_info_transports.hpp"
 
 namespace {
 
@@ -27,6 +28,9 @@ void usage(FILE* out) {
                "  -v, --version   librma version\n"
                "      --counters  counters of running librma processes started with RMA_STATS=shm\n"
                "      --pid N     with --counters: only process N\n"
+               "  -t, --transports  run as every rank of a job (rmarun -n N rma_info -t, or under\n"
+               "                  mpirun): connect the job and print which provider serves which\n"
+               "                  peer (shm for peers on the same host, a NIC for the others)\n"
                "  -h, --help      this text\n"
                "With no option, prints devices, monitor, configuration and version.\n");
 }
@@ -139,11 +143,12 @@ int print_counters(std::optional<int> pid) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool devices = false, config = false, monitor = false, version = false, counters = false;
+  bool devices = false, config = false, monitor = false, version = false, counters = false, transports = false;
   std::optional<int> pid;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--counters") counters = true;
+    else if (a == "-t" || a == "--transports") transports = true;
     else if (a == "--pid" || a.rfind("--pid=", 0) == 0) {
       std::string v;
       if (a == "--pid") {
@@ -180,11 +185,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (counters) {
-    if (devices || config || monitor || version) {
+    if (devices || config || monitor || version || transports) {
       std::fprintf(stderr, "rma_info: --counters does not combine with other options\n");
       return 2;
     }
     return print_counters(pid);
+  }
+  if (transports) {
+    if (devices || config || monitor || version) {
+      std::fprintf(stderr, "rma_info: --transports does not combine with other options\n");
+      return 2;
+    }
+    return rma_info::print_transports();
   }
   if (!devices && !config && !monitor && !version) devices = config = monitor = version = true;
   int rc = 0;

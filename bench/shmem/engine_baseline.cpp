@@ -21,8 +21,8 @@ extern "C" double shmem_osu_engine_put_lat_us(int iterations) {
   wr.flags = rma::kWrInline;
   wr.sgl = {&sge, 1};
   wr.remote_addr = heap.base + r.reserved;
-  wr.rkey = heap.rkey;
   rma::endpoint::Endpoint& ep = r.eps->endpoint(target);
+  wr.rkey = ep.rkey(heap.rkeys);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iterations; ++i) {
     rma::endpoint::Request req;

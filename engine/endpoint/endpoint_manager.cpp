@@ -31,7 +31,7 @@ StatusCode Endpoint::reserve(bool read_or_atomic) noexcept {
   for (;;) {
     if (broken_) return StatusCode::kFailedPrecondition;
     const bool sq_ok = next_seq_ - retired_ < depth_;
-    const bool cq_ok = m.cq_outstanding_ < m.cq_depth_;
+    const bool cq_ok = rail_->cq_outstanding < rail_->cq_depth;
     const bool rd_ok = !read_or_atomic || reads_ < max_rd_atomic_;
     // A free send slot needs a free pending entry too: at most depth_ are signaled.
     if (sq_ok && cq_ok && rd_ok && tail_ - head_ < depth_) return StatusCode::kOk;
@@ -49,7 +49,7 @@ std::uint32_t Endpoint::bounce_bytes() const noexcept { return mgr_->options_.bo
 Sge Endpoint::bounce(std::uint32_t len) const noexcept {
   const std::uint32_t bb = mgr_->options_.bounce_bytes;
   std::uint8_t* p = bounce_base_ + (next_seq_ & mask_) * bb;
-  return Sge{reinterpret_cast<std::uint64_t>(p), std::min(len, bb), mgr_->bounce_reg_.lkey()};
+  return Sge{reinterpret_cast<std::uint64_t>(p), std::min(len, bb), rail_->lkey_bounce};
 }
 
 StatusCode Endpoint::post(WorkRequest& wr, OnComplete&& on_complete, bool signal) noexcept {
@@ -99,7 +99,7 @@ StatusCode Endpoint::post(WorkRequest& wr, OnComplete&& on_complete, bool signal
   if (signaled) {
     ++tail_;
     last_signaled_ = next_seq_;
-    ++mgr_->cq_outstanding_;
+    ++rail_->cq_outstanding;
     if (rd) ++reads_;
   }
   return StatusCode::kOk;
@@ -156,7 +156,7 @@ void Endpoint::finish(Pending& p, WcStatus status, std::uint32_t vendor_err) noe
   a.request = nullptr;
   a.copy_to = nullptr;
   if (p.read_or_atomic) --reads_;
-  if (mgr_->cq_outstanding_ > 0) --mgr_->cq_outstanding_;
+  if (rail_->cq_outstanding > 0) --rail_->cq_outstanding;
 }
 
 void Endpoint::complete(std::uint64_t seq, WcStatus status, std::uint32_t vendor_err) noexcept {
@@ -192,6 +192,22 @@ void Endpoint::fail_all(WcStatus status, std::uint32_t vendor_err) noexcept {
   retired_ = next_seq_;
 }
 
+RegistrationCache& Endpoint::rcache() noexcept { return *rail_->rcache; }
+const DeviceCaps& Endpoint::caps() const noexcept { return rail_->device->caps(); }
+
+// ------------------------------------------------------------------ exposed regions
+
+RemoteKeys ExposedRegion::rkeys() const noexcept {
+  RemoteKeys k;
+  for (int r = 0; r < kMaxRails; ++r) k.key[r] = handles_[r] ? handles_[r].rkey() : 0;
+  return k;
+}
+
+void ExposedRegion::reset() noexcept {
+  for (auto& h : handles_) h.reset();
+  any_ = false;
+}
+
 // ------------------------------------------------------------------ manager
 
 EndpointManager::~EndpointManager() {
@@ -211,6 +227,42 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
                                                                  std::shared_ptr<Device> device,
                                                                  EndpointOptions options) {
   if (!device) return invalid_argument("endpoint manager: no device");
+  PlanRequest req;
+  req.device_object = std::move(device);
+  RMA_ASSIGN_OR_RETURN(TransportPlan plan, plan_transports(bootstrap, req));
+  return create(bootstrap, plan, std::move(options));
+}
+
+std::string EndpointManager::transport_of(int peer) const {
+  if (peer < 0 || peer >= size()) return "none";
+  const Device& d = *rails_[endpoints_[static_cast<std::size_t>(peer)].rail_index_].device;
+  return d.info().provider + " (" + d.name() + ")";
+}
+
+Result<ExposedRegion> EndpointManager::expose(const void* addr, std::size_t length, Access access) {
+  ExposedRegion out;
+  for (int r = 0; r < kMaxRails; ++r) {
+    if (!has_rail(r)) continue;
+    auto h = rails_[r].rcache->acquire_exact(addr, length, access);
+    if (!h.ok()) {
+      return h.status().with_context("registering on " + rails_[r].device->info().provider + " (" +
+                                     rails_[r].device->name() + ")");
+    }
+    out.handles_[r] = std::move(h).value();
+    out.any_ = true;
+  }
+  return out;
+}
+
+void EndpointManager::invalidate(const void* addr, std::size_t length) noexcept {
+  for (int r = 0; r < kMaxRails; ++r) {
+    if (has_rail(r)) rails_[r].rcache->invalidate(addr, length);
+  }
+}
+
+Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& bootstrap,
+                                                                 const TransportPlan& plan,
+                                                                 EndpointOptions options) {
   if (options.sq_depth < 2) {
     return invalid_argument("endpoint manager: sq_depth " + std::to_string(options.sq_depth) +
                             " is below 2");
@@ -219,57 +271,102 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
     return invalid_argument("endpoint manager: bounce_bytes " +
                             std::to_string(options.bounce_bytes) + " is below 8");
   }
-  const DeviceCaps& caps = device->caps();
   const int n = bootstrap.size();
   const int me = bootstrap.rank();
   if (n <= 0 || me < 0 || me >= n) {
     return invalid_argument("endpoint manager: bootstrap gives rank " + std::to_string(me) +
                             " of " + std::to_string(n));
   }
+  if (plan.rail_of.size() != static_cast<std::size_t>(n) || plan.host_of.size() != static_cast<std::size_t>(n)) {
+    return invalid_argument("endpoint manager: the transport plan is for " + std::to_string(plan.rail_of.size()) +
+                            " ranks, the job has " + std::to_string(n));
+  }
+  std::uint32_t peers_on[kMaxRails] = {0, 0};
+  for (int p = 0; p < n; ++p) {
+    const int r = plan.rail_of[static_cast<std::size_t>(p)];
+    if (r < 0 || r >= kMaxRails || !plan.devices[r]) {
+      return invalid_argument("endpoint manager: the transport plan gives rank " + std::to_string(p) +
+                              " rail " + std::to_string(r) + ", which has no device");
+    }
+    ++peers_on[r];
+  }
   std::unique_ptr<EndpointManager> m(new EndpointManager());
   m->poll_buf_ = std::make_unique<Completion[]>(kPollBatch);
-  m->device_ = device;
   m->rank_ = me;
-  if (caps.max_qp_wr != 0) options.sq_depth = std::min(options.sq_depth, caps.max_qp_wr);
+  m->plan_ = plan;
+  // The smallest limits of the rails in use bind every endpoint alike, so
+  // that what a layer above sizes (SGE lists, inline puts) fits any peer.
+  std::uint32_t max_qp_wr = 0, max_sge = 0, max_inline = ~0u, max_rd = ~0u;
+  bool first = true;
+  for (int r = 0; r < kMaxRails; ++r) {
+    if (peers_on[r] == 0) continue;
+    const DeviceCaps& c = plan.devices[r]->caps();
+    if (c.max_qp_wr != 0) max_qp_wr = max_qp_wr == 0 ? c.max_qp_wr : std::min(max_qp_wr, c.max_qp_wr);
+    max_sge = first ? c.max_sge : std::min(max_sge, c.max_sge);
+    max_inline = std::min(max_inline, c.max_inline_data);
+    max_rd = std::min(max_rd, c.max_qp_rd_atom);
+    first = false;
+  }
+  if (max_qp_wr != 0) options.sq_depth = std::min(options.sq_depth, max_qp_wr);
   if (options.signal_interval == 0) options.signal_interval = std::max(1u, options.sq_depth / 4);
   options.signal_interval = std::min(options.signal_interval, options.sq_depth);
-  options.max_sge = std::max(1u, std::min(options.max_sge, std::max(1u, caps.max_sge)));
-  options.max_inline = std::min(options.max_inline, caps.max_inline_data);
+  options.max_sge = std::max(1u, std::min(options.max_sge, std::max(1u, max_sge)));
+  options.max_inline = std::min(options.max_inline, max_inline);
   m->options_ = options;
   m->thread_safe_ = options.thread_safe;
 
-  RMA_ASSIGN_OR_RETURN(m->pd_, device->alloc_pd());
-  RMA_ASSIGN_OR_RETURN(m->rcache_, RegistrationCache::create(m->pd_));
-  // Each QP has at most sq_depth signaled requests in flight, so this depth
-  // can never overrun; a device with fewer CQEs gets CQ credits instead.
-  std::uint64_t want = std::uint64_t{options.sq_depth} * static_cast<std::uint64_t>(n) + 16;
-  if (caps.max_cqe != 0) want = std::min<std::uint64_t>(want, caps.max_cqe);
-  m->cq_depth_ = static_cast<std::uint32_t>(want);
-  RMA_ASSIGN_OR_RETURN(m->cq_, device->create_cq(m->cq_depth_));
+  bool any = false;
+  for (int r = 0; r < kMaxRails; ++r) {
+    if (peers_on[r] == 0) continue;
+    Rail& rail = m->rails_[r];
+    rail.device = plan.devices[r];
+    const DeviceCaps& caps = rail.device->caps();
+    const std::string where = rail.device->info().provider + " (" + rail.device->name() + ")";
+    auto pd = rail.device->alloc_pd();
+    if (!pd.ok()) return pd.status().with_context(where);
+    rail.pd = std::move(pd).value();
+    auto rc = RegistrationCache::create(rail.pd);
+    if (!rc.ok()) return rc.status().with_context(where);
+    rail.rcache = std::move(rc).value();
+    // Each QP has at most sq_depth signaled requests in flight, so this depth
+    // can never overrun; a device with fewer CQEs gets CQ credits instead.
+    std::uint64_t want = std::uint64_t{options.sq_depth} * peers_on[r] + 16;
+    if (caps.max_cqe != 0) want = std::min<std::uint64_t>(want, caps.max_cqe);
+    rail.cq_depth = static_cast<std::uint32_t>(want);
+    auto cq = rail.device->create_cq(rail.cq_depth);
+    if (!cq.ok()) return cq.status().with_context(where);
+    rail.cq = std::move(cq).value();
+    if (!any) m->first_rail_ = r;
+    m->last_rail_ = r;
+    any = true;
+  }
 
   // Ring and bounce slots: a power of two >= sq_depth, so slot = seq & mask.
   std::uint32_t slots = 1;
   while (slots < options.sq_depth) slots <<= 1;
   const std::size_t per_ep = std::size_t{slots} * options.bounce_bytes;
   m->bounce_.assign(per_ep * static_cast<std::size_t>(n), 0);
-  RMA_ASSIGN_OR_RETURN(m->bounce_reg_, m->rcache_->acquire(m->bounce_.data(), m->bounce_.size(),
-                                                           Access::kLocalWrite));
-
-  QpConfig qc;
-  qc.send_cq = m->cq_;
-  qc.recv_cq = m->cq_;
-  qc.max_send_wr = options.sq_depth;
-  qc.max_recv_wr = 1;
-  qc.max_send_sge = options.max_sge;
-  qc.max_recv_sge = 1;
-  qc.max_inline_data = options.max_inline;
-  qc.max_rd_atomic = std::max(1u, std::min(16u, caps.max_qp_rd_atom));
+  RMA_ASSIGN_OR_RETURN(m->bounce_reg_, m->expose(m->bounce_.data(), m->bounce_.size(), Access::kLocalWrite));
+  for (int r = 0; r < kMaxRails; ++r) m->rails_[r].lkey_bounce = m->bounce_reg_.lkey(r);
 
   m->endpoints_.resize(static_cast<std::size_t>(n));
   std::vector<std::uint8_t> blob(kRecord * static_cast<std::size_t>(n), 0);
   for (int p = 0; p < n; ++p) {
+    const int r = plan.rail_of[static_cast<std::size_t>(p)];
+    Rail& rail = m->rails_[r];
+    QpConfig qc;
+    qc.send_cq = rail.cq;
+    qc.recv_cq = rail.cq;
+    qc.max_send_wr = options.sq_depth;
+    qc.max_recv_wr = 1;
+    qc.max_send_sge = options.max_sge;
+    qc.max_recv_sge = 1;
+    qc.max_inline_data = options.max_inline;
+    qc.max_rd_atomic = std::max(1u, std::min(16u, max_rd));
     Endpoint& e = m->endpoints_[static_cast<std::size_t>(p)];
     e.mgr_ = m.get();
+    e.rail_ = &rail;
+    e.rail_index_ = r;
     e.peer_ = p;
     e.depth_ = options.sq_depth;
     e.signal_interval_ = options.signal_interval;
@@ -279,10 +376,10 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
     e.bounce_base_ = m->bounce_.data() + per_ep * static_cast<std::size_t>(p);
     e.mask_ = slots - 1;
     e.ring_ = std::make_unique<Endpoint::Pending[]>(slots);
-    auto qp = m->pd_->create_qp(qc);
-    if (!qp.ok()) return qp.status().with_context("endpoint to rank " + std::to_string(p));
+    auto qp = rail.pd->create_qp(qc);
+    if (!qp.ok()) return qp.status().with_context("endpoint to rank " + std::to_string(p) + " over " + m->transport_of(p));
     e.qp_ = std::move(qp).value();
-    m->by_qpn_[e.qp_->qp_num()] = p;
+    rail.by_qpn[e.qp_->qp_num()] = p;
     RMA_ASSIGN_OR_RETURN(EndpointAddress addr, e.qp_->local_address());
     std::uint8_t* rec = blob.data() + kRecord * static_cast<std::size_t>(p);
     std::memcpy(rec, &addr.size, 4);
@@ -311,7 +408,7 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
     }
     RMA_ASSIGN_OR_RETURN(EndpointAddress addr, EndpointAddress::from_bytes({rec + 4, len}));
     Status s = m->endpoints_[static_cast<std::size_t>(p)].qp_->connect(addr);
-    if (!s.ok()) return s.with_context("connecting to rank " + std::to_string(p));
+    if (!s.ok()) return s.with_context("connecting to rank " + std::to_string(p) + " over " + m->transport_of(p));
   }
   RMA_RETURN_IF_ERROR(bootstrap.barrier().with_context("waiting for every rank to connect"));
   return m;
@@ -324,8 +421,19 @@ int EndpointManager::progress() noexcept {
 
 int EndpointManager::progress_locked() noexcept {
   if (cq_overrun_) return -1;
+  int total = 0;
+  for (int r = first_rail_; r <= last_rail_; ++r) {
+    if (rails_[r].cq == nullptr) continue;
+    const int n = poll_rail(rails_[r]);
+    if (n < 0) return -1;
+    total += n;
+  }
+  return total;
+}
+
+int EndpointManager::poll_rail(Rail& rail) noexcept {
   Completion* wc = poll_buf_.get();
-  const int n = cq_->poll({wc, kPollBatch});
+  const int n = rail.cq->poll({wc, kPollBatch});
   if (n < 0) {
     // A lost completion means lost bookkeeping: nothing can be trusted.
     cq_overrun_ = true;
@@ -336,12 +444,12 @@ int EndpointManager::progress_locked() noexcept {
     return -1;
   }
   for (int i = 0; i < n; ++i) {
-    int idx = last_peer_;
-    if (wc[i].qp_num != last_qpn_) {
-      auto it = by_qpn_.find(wc[i].qp_num);
-      if (it == by_qpn_.end()) continue;
-      idx = last_peer_ = it->second;
-      last_qpn_ = wc[i].qp_num;
+    int idx = rail.last_peer;
+    if (wc[i].qp_num != rail.last_qpn) {
+      auto it = rail.by_qpn.find(wc[i].qp_num);
+      if (it == rail.by_qpn.end()) continue;
+      idx = rail.last_peer = it->second;
+      rail.last_qpn = wc[i].qp_num;
     }
     Endpoint& e = endpoints_[static_cast<std::size_t>(idx)];
     // Completions of requests already failed (flushes after an error) and

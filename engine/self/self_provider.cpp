@@ -14,6 +14,7 @@ class SelfProvider final : public Provider {
     return "in-process loopback: both QPs in this process";
   }
   int priority() const noexcept override { return 10; }
+  ProviderReach reach() const noexcept override { return ProviderReach::kProcess; }
 
   Result<std::vector<DeviceInfo>> query_devices() override {
     return std::vector<DeviceInfo>{self_device_info()};

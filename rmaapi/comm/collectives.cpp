@@ -17,8 +17,7 @@ constexpr std::size_t kPage = 4096;
 
 struct Descriptor {
   std::uint64_t addr;
-  std::uint32_t rkey;
-  std::uint32_t pad;
+  endpoint::RemoteKeys rkeys;
 };
 
 std::uint64_t load(const std::uint64_t* w) noexcept { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
@@ -53,14 +52,14 @@ Result<std::unique_ptr<Mailbox>> Mailbox::create(Bootstrap& bootstrap, endpoint:
   }
   std::memset(m->mem_, 0, m->bytes_);
   std::memset(m->send_, 0, kPage);
-  auto reg = eps.rcache().acquire(m->mem_, m->bytes_,
+  auto reg = eps.expose(m->mem_, m->bytes_,
                                   Access::kLocalWrite | Access::kRemoteWrite | Access::kRemoteAtomic);
   if (!reg.ok()) return reg.status().with_context("registering the communicator mailbox");
   m->mem_reg_ = std::move(reg).value();
-  auto sreg = eps.rcache().acquire(m->send_, kPage, Access::kLocalWrite);
+  auto sreg = eps.expose(m->send_, kPage, Access::kLocalWrite);
   if (!sreg.ok()) return sreg.status().with_context("registering the communicator mailbox");
   m->send_reg_ = std::move(sreg).value();
-  Descriptor mine{reinterpret_cast<std::uint64_t>(m->mem_), m->mem_reg_.rkey(), 0};
+  Descriptor mine{reinterpret_cast<std::uint64_t>(m->mem_), m->mem_reg_.rkeys()};
   RMA_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const std::uint8_t*>(&mine), sizeof(mine)}));
   m->peers_.resize(n);
   for (std::size_t r = 0; r < n; ++r) {
@@ -70,7 +69,7 @@ Result<std::unique_ptr<Mailbox>> Mailbox::create(Bootstrap& bootstrap, endpoint:
     }
     Descriptor d;
     std::memcpy(&d, all[r].data(), sizeof(d));
-    m->peers_[r] = Peer{d.addr, d.rkey};
+    m->peers_[r] = Peer{d.addr, d.rkeys};
   }
   m->sent_.assign(n, 0);
   m->received_.assign(n, 0);
@@ -114,12 +113,12 @@ Status Mailbox::round(const std::vector<int>& members, int me, std::uint64_t com
     if (i == me) continue;
     const int d = members[static_cast<std::size_t>(i)];
     endpoint::Endpoint& ep = eps_->endpoint(d);
-    Sge s{reinterpret_cast<std::uint64_t>(send_), len, send_reg_.lkey()};
+    Sge s{reinterpret_cast<std::uint64_t>(send_), len, send_reg_.lkey(ep.rail())};
     WorkRequest wr;
     wr.opcode = Opcode::kRdmaWrite;
     wr.sgl = {&s, 1};
     wr.remote_addr = remote_slot(d, world_rank_, sent_[static_cast<std::size_t>(d)]);
-    wr.rkey = peers_[static_cast<std::size_t>(d)].rkey;
+    wr.rkey = ep.rkey(peers_[static_cast<std::size_t>(d)].rkeys);
     const StatusCode rc = ep.post(wr, endpoint::OnComplete{&writes, {}, nullptr, 0}, true);
     if (rc != StatusCode::kOk) {
       return class_error(RMA_ERR_OTHER, "collective: writing to rank " + std::to_string(d) + " failed (" +
@@ -139,7 +138,7 @@ Status Mailbox::round(const std::vector<int>& members, int me, std::uint64_t com
     const int d = members[static_cast<std::size_t>(i)];
     endpoint::Endpoint& ep = eps_->endpoint(d);
     rc = ep.post_atomic(Opcode::kAtomicFetchAdd, remote_counter(d, world_rank_),
-                        peers_[static_cast<std::size_t>(d)].rkey, 1, 0,
+                        ep.rkey(peers_[static_cast<std::size_t>(d)].rkeys), 1, 0,
                         endpoint::OnComplete{&atomics, {}, nullptr, 0});
     if (rc != StatusCode::kOk) {
       return class_error(RMA_ERR_OTHER, "collective: signalling rank " + std::to_string(d) + " failed (" +

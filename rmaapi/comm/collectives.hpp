@@ -50,7 +50,7 @@ class Mailbox {
   Mailbox() = default;
   struct Peer {
     std::uint64_t addr = 0;
-    std::uint32_t rkey = 0;
+    endpoint::RemoteKeys rkeys;
   };
   std::uint64_t* counter(int source) noexcept;
   std::uint8_t* slot(int source, std::uint64_t round) noexcept;
@@ -66,7 +66,7 @@ class Mailbox {
   std::uint8_t* mem_ = nullptr;  // counters, then slots
   std::size_t bytes_ = 0;
   std::uint8_t* send_ = nullptr;  // one slot: this rank's outgoing chunk
-  RegistrationCache::Handle mem_reg_, send_reg_;
+  endpoint::ExposedRegion mem_reg_, send_reg_;
   std::vector<Peer> peers_;
   std::vector<std::uint64_t> sent_, received_;  // rounds per world rank
 };

@@ -129,16 +129,15 @@ bool heap_exhaustion_returns_null() {
   return v.ok() && *v == "null";
 }
 
-// Maps the heap of every PE on this machine (by /proc/<pid>/fd/<memfd>, which
-// needs the same user) and makes SHMEM_TEAM_SHARED the PEs that all of them
+// Maps the heap of every PE on this host (the engine's host identity: same
+// kernel boot, pid and network namespace) by /proc/<pid>/fd/<memfd>, which
+// needs the same user, and makes SHMEM_TEAM_SHARED the PEs that all of them
 // could map: a strided set holding this PE, or this PE alone.
 Status Runtime::map_peer_heaps() {
   struct NodeInfo {
-    char host[64];
     std::int32_t pid;
     std::int32_t fd;
   } mine{};
-  ::gethostname(mine.host, sizeof mine.host - 1);
   mine.pid = static_cast<std::int32_t>(::getpid());
   mine.fd = heap_fd;
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(&mine);
@@ -151,7 +150,7 @@ Status Runtime::map_peer_heaps() {
     NodeInfo theirs{};
     if (all[static_cast<std::size_t>(pe)].size() != sizeof theirs) return internal_error("malformed node info");
     std::memcpy(&theirs, all[static_cast<std::size_t>(pe)].data(), sizeof theirs);
-    if (std::strncmp(theirs.host, mine.host, sizeof mine.host) != 0) continue;
+    if (!eps->same_host(pe)) continue;
     local_pes.push_back(pe);
     if (pe == me) continue;
     void* p = MAP_FAILED;
@@ -201,22 +200,21 @@ void* Runtime::local_pointer(const void* addr, int wpe) const noexcept {
   return base == nullptr ? nullptr : base + (a - heap);
 }
 
-Status Runtime::open_channel(std::shared_ptr<Device> dev, const std::string& key) {
+Status Runtime::open_channel(const endpoint::TransportPlan& plan, const std::string& key) {
   auto ch = std::make_unique<Channel>();
   endpoint::EndpointOptions eo;
   eo.bootstrap_key = key;
   RMA_ASSIGN_OR_RETURN(std::uint64_t max_inline, config::get_size(kMaxInlineVar));
   eo.max_inline = static_cast<std::uint32_t>(std::min<std::uint64_t>(max_inline, 1u << 20));
-  RMA_ASSIGN_OR_RETURN(ch->eps, endpoint::EndpointManager::create(*boot, std::move(dev), eo));
+  RMA_ASSIGN_OR_RETURN(ch->eps, endpoint::EndpointManager::create(*boot, plan, eo));
   PeerAreas mine = local;
   for (std::uint32_t i = 0; i < local.count; ++i) {
-    auto reg = ch->eps->rcache().acquire(reinterpret_cast<void*>(local.areas[i].base), local.areas[i].length,
-                                         kAllAccess);
+    auto reg = ch->eps->expose(reinterpret_cast<void*>(local.areas[i].base), local.areas[i].length, kAllAccess);
     if (!reg.ok()) {
       return reg.status().with_context(i == 0 ? std::string("registering the symmetric heap")
                                               : "registering the program's data segment " + std::to_string(i));
     }
-    mine.areas[i].rkey = reg->rkey();
+    mine.areas[i].rkeys = reg->rkeys();
     ch->regs.push_back(std::move(reg).value());
   }
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(&mine);
@@ -273,9 +271,11 @@ Status Runtime::setup(int requested) {
   npes = boot->size();
   RMA_ASSIGN_OR_RETURN(heap_bytes, symmetric_size());
   heap_bytes = (heap_bytes + kPage - 1) & ~(kPage - 1);
-  RMA_ASSIGN_OR_RETURN(std::shared_ptr<Device> dev, ProviderRegistry::global().open("", ""));
-  if (!dev->caps().atomics) {
-    return failed_precondition("device " + dev->name() + " has no 8-byte atomics, which OpenSHMEM's AMOs need");
+  RMA_ASSIGN_OR_RETURN(endpoint::TransportPlan plan, endpoint::plan_transports(*boot));
+  for (const auto& dev : plan.devices) {
+    if (dev && !dev->caps().atomics) {
+      return failed_precondition("device " + dev->name() + " has no 8-byte atomics, which OpenSHMEM's AMOs need");
+    }
   }
   // The reserved part of the heap: signal counters, then collective scratch.
   const std::size_t signal_bytes = (static_cast<std::size_t>(npes) * 8 + 63) & ~std::size_t{63};
@@ -316,14 +316,14 @@ Status Runtime::setup(int requested) {
 
   // Channel 0 (shared), then the private contexts' pool.
   RMA_ASSIGN_OR_RETURN(std::uint64_t pool, private_context_pool());
-  RMA_RETURN_IF_ERROR(open_channel(dev, "rma.endpoints"));
+  RMA_RETURN_IF_ERROR(open_channel(plan, "rma.endpoints"));
   for (std::uint64_t i = 0; i < pool; ++i) {
-    RMA_RETURN_IF_ERROR(open_channel(dev, "rma.shmem.ctx" + std::to_string(i))
+    RMA_RETURN_IF_ERROR(open_channel(plan, "rma.shmem.ctx" + std::to_string(i))
                             .with_context("connections of private context " + std::to_string(i) +
                                           " (RMA_SHMEM_PRIVATE_CONTEXTS)"));
   }
   eps = channels[0]->eps.get();
-  for (std::uint32_t i = 0; i < local.count; ++i) local.areas[i].rkey = channels[0]->regs[i].rkey();
+  for (std::uint32_t i = 0; i < local.count; ++i) local.areas[i].rkeys = channels[0]->regs[i].rkeys();
 
   world = &g_world_team;
   shared = &g_shared_team;
@@ -367,9 +367,9 @@ void Runtime::report_environment() const {
   }
   if (set("SHMEM_DEBUG")) {
     std::fprintf(stderr,
-                 "shmem: PE %d of %d: bootstrap %.*s, device %s, %zu channel(s), heap %zu bytes (+%zu reserved) "
+                 "shmem: PE %d of %d: bootstrap %.*s, transports: %s, %zu channel(s), heap %zu bytes (+%zu reserved) "
                  "%s, %u symmetric areas, shared team %d PE(s) from PE %d stride %d\n",
-                 me, npes, static_cast<int>(boot->kind().size()), boot->kind().data(), eps->device().name().c_str(),
+                 me, npes, static_cast<int>(boot->kind().size()), boot->kind().data(), eps->plan().summary.c_str(),
                  channels.size(), heap_bytes - reserved, reserved, heap_fd >= 0 ? "in a memfd" : "anonymous",
                  local.count, shared->size, shared->start, shared->stride);
   }
@@ -457,12 +457,13 @@ bool Runtime::is_symmetric(const void* addr, std::size_t bytes) const noexcept {
   return false;
 }
 
-bool Runtime::local_key(const void* addr, std::size_t bytes, std::uint32_t& lkey, const Channel& ch) const noexcept {
+bool Runtime::local_key(const void* addr, std::size_t bytes, int rail, std::uint32_t& lkey,
+                        const Channel& ch) const noexcept {
   const auto a = reinterpret_cast<std::uint64_t>(addr);
   for (std::uint32_t i = 0; i < local.count; ++i) {
     const Area& ar = local.areas[i];
     if (a >= ar.base && bytes <= ar.length && a - ar.base <= ar.length - bytes) {
-      lkey = ch.regs[i].lkey();
+      lkey = ch.regs[i].lkey(rail);
       return true;
     }
   }
@@ -475,7 +476,7 @@ Remote Runtime::remote(const char* routine, const void* local_addr, std::size_t 
     const Area& ar = local.areas[i];
     if (a >= ar.base && bytes <= ar.length && a - ar.base <= ar.length - bytes) [[likely]] {
       const Area& theirs = ch.peers[static_cast<std::size_t>(wpe)].areas[i];
-      return Remote{theirs.base + (a - ar.base), theirs.rkey};
+      return Remote{theirs.base + (a - ar.base), ch.eps->endpoint(wpe).rkey(theirs.rkeys)};
     }
   }
   char buf[160];
@@ -560,8 +561,8 @@ void Runtime::put(const char* routine, void* dest, const void* src, std::size_t 
     endpoint::OnComplete oc;
     oc.request = nbi ? nullptr : &req;
     std::uint32_t lkey = 0;
-    if (!local_key(p + done, n, lkey, ch)) {
-      auto h = ch.eps->rcache().acquire(p + done, n, Access::kLocalWrite);
+    if (!local_key(p + done, n, ep.rail(), lkey, ch)) {
+      auto h = ep.rcache().acquire(p + done, n, Access::kLocalWrite);
       if (!h.ok()) fail(routine, wpe, "cannot register the source buffer: " + h.status().message());
       lkey = h->lkey();
       oc.handle = std::move(h).value();
@@ -602,8 +603,8 @@ void Runtime::get(const char* routine, void* dest, const void* src, std::size_t 
       endpoint::OnComplete oc;
       oc.request = nbi ? nullptr : &req;
       std::uint32_t lkey = 0;
-      if (!local_key(p + done, n, lkey, ch)) {
-        auto h = ch.eps->rcache().acquire(p + done, n, Access::kLocalWrite);
+      if (!local_key(p + done, n, ep.rail(), lkey, ch)) {
+        auto h = ep.rcache().acquire(p + done, n, Access::kLocalWrite);
         if (!h.ok()) fail(routine, wpe, "cannot register the destination buffer: " + h.status().message());
         lkey = h->lkey();
         oc.handle = std::move(h).value();

@@ -80,7 +80,7 @@ namespace rma::shmem {
 struct Area {
   std::uint64_t base = 0;
   std::uint64_t length = 0;
-  std::uint32_t rkey = 0;
+  endpoint::RemoteKeys rkeys;  // per rail (endpoint_manager.hpp)
 };
 inline constexpr int kMaxAreas = 4;  // the heap + up to 3 writable segments
 struct PeerAreas {
@@ -103,7 +103,7 @@ enum class AmoOp : std::uint8_t { kFetch, kSet, kCswap, kSwap, kAdd, kAnd, kOr, 
 // then use them from one thread without any lock.
 struct Channel {
   std::unique_ptr<endpoint::EndpointManager> eps;
-  std::vector<RegistrationCache::Handle> regs;  // one per local area
+  std::vector<endpoint::ExposedRegion> regs;     // one per local area
   std::vector<PeerAreas> peers;                  // every PE's areas, by world PE
   bool taken = false;                            // held by a private context
 };
@@ -162,7 +162,7 @@ class Runtime {
   // mapped here, or this PE's own memory), or nullptr.
   void* local_pointer(const void* addr, int wpe) const noexcept;
   // The lkey of a local registered area holding [addr, addr+bytes), or false.
-  bool local_key(const void* addr, std::size_t bytes, std::uint32_t& lkey, const Channel& ch) const noexcept;
+  bool local_key(const void* addr, std::size_t bytes, int rail, std::uint32_t& lkey, const Channel& ch) const noexcept;
 
   // ---- data path (callers hold the lock for the shared channel: see Lock).
   // ch == nullptr: the shared channel.
@@ -194,7 +194,7 @@ class Runtime {
   Status setup(int requested);
   Status map_peer_heaps();
   void report_environment() const;
-  Status open_channel(std::shared_ptr<Device> dev, const std::string& key);
+  Status open_channel(const endpoint::TransportPlan& plan, const std::string& key);
   std::uint64_t nic_atomic(Channel& ch, const char* routine, int wpe, Remote r, bool cas, std::uint64_t compare_add,
                            std::uint64_t swap);
   void post_or_fail(Channel& ch, const char* routine, int wpe, WorkRequest& wr, endpoint::OnComplete&& oc);

@@ -100,12 +100,12 @@ Status move_scratch(rma_win_s* win, const char* call, int target, const Context:
                     std::byte* dst, std::int64_t bytes, const Target& t, int tcount,
                     const TypeLayout& tl, Opcode opcode) {
   Endpoint& ep = win->endpoint(target);
-  OneRegistration reg{s.begin, s.end, s.lkey};
+  OneRegistration reg{s.begin, s.end, s.lkey[ep.rail()]};
   RMA_ASSIGN_OR_RETURN(
       TransferPlanner planner,
       TransferPlanner::create(Buffer{reinterpret_cast<std::uint64_t>(dst), bytes, &byte_layout()},
                               Buffer{t.base, tcount, &tl},
-                              PlanLimits::from_caps(win->ctx->eps().caps()),
+                              PlanLimits::from_caps(ep.caps()),
                               LkeyLookup{lookup_one, &reg}));
   endpoint::Request r;
   RMA_RETURN_IF_ERROR(post_planned(win, call, target, ep, planner, opcode, t.rkey,
@@ -181,7 +181,7 @@ Status move_word(rma_win_s* win, const char* call, int target, const Context::Sc
   endpoint::EndpointManager& eps = win->ctx->eps();
   Endpoint& ep = win->endpoint(target);
   endpoint::Request r;
-  Sge sge{reinterpret_cast<std::uint64_t>(at), 8, s.lkey};
+  Sge sge{reinterpret_cast<std::uint64_t>(at), 8, s.lkey[ep.rail()]};
   WorkRequest wr;
   wr.opcode = op;
   wr.sgl = {&sge, 1};

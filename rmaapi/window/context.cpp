@@ -57,14 +57,16 @@ Result<std::unique_ptr<Context>> Context::create(std::unique_ptr<Bootstrap> boot
   c->rank_ = bootstrap->rank();
   c->size_ = bootstrap->size();
   c->bootstrap_ = std::move(bootstrap);
-  RMA_ASSIGN_OR_RETURN(std::shared_ptr<Device> dev,
-                       ProviderRegistry::global().open(options.provider, options.device));
+  endpoint::PlanRequest want;
+  want.provider = options.provider;
+  want.device = options.device;
+  RMA_ASSIGN_OR_RETURN(endpoint::TransportPlan plan, endpoint::plan_transports(*c->bootstrap_, want));
   endpoint::EndpointOptions eo = options.endpoints;
   eo.timeout = std::chrono::milliseconds(
       timeout_ms > 86400000ull * 365 ? 86400000ull * 365 : timeout_ms);
   eo.sq_depth = static_cast<std::uint32_t>(sq_depth);
   eo.thread_safe = options.thread_level == RMA_THREAD_MULTIPLE;
-  RMA_ASSIGN_OR_RETURN(c->eps_, endpoint::EndpointManager::create(*c->bootstrap_, dev, eo));
+  RMA_ASSIGN_OR_RETURN(c->eps_, endpoint::EndpointManager::create(*c->bootstrap_, plan, eo));
   c->world_comm_ = std::make_unique<rma_comm_s>();
   c->world_comm_->is_world = true;
   c->world_comm_->ctx = c.get();
@@ -123,7 +125,7 @@ Result<Context::Scratch> Context::scratch(std::size_t bytes) {
       return resource_exhausted("cannot allocate " + std::to_string(2 * want) +
                                 " bytes of accumulate scratch memory");
     }
-    auto reg = eps_->rcache().acquire(mem, 2 * want, Access::kLocalWrite);
+    auto reg = eps_->expose(mem, 2 * want, Access::kLocalWrite);
     if (!reg.ok()) {
       std::free(mem);
       return reg.status().with_context("registering accumulate scratch memory");
@@ -135,9 +137,9 @@ Result<Context::Scratch> Context::scratch(std::size_t bytes) {
   Scratch s;
   s.a = scratch_mem_;
   s.b = scratch_mem_ + scratch_bytes_;
-  s.lkey = scratch_reg_.lkey();
-  s.begin = scratch_reg_.mr().addr();
-  s.end = s.begin + scratch_reg_.mr().length();
+  for (int r = 0; r < endpoint::kMaxRails; ++r) s.lkey[r] = scratch_reg_.lkey(r);
+  s.begin = reinterpret_cast<std::uint64_t>(scratch_mem_);
+  s.end = s.begin + 2 * scratch_bytes_;
   return s;
 }
 

@@ -83,7 +83,7 @@ class Context {
   struct Scratch {
     std::byte* a = nullptr;
     std::byte* b = nullptr;
-    std::uint32_t lkey = 0;
+    std::uint32_t lkey[endpoint::kMaxRails] = {0, 0};  // by the rail of the endpoint that posts
     std::uint64_t begin = 0, end = 0;  // the registration
   };
   Result<Scratch> scratch(std::size_t bytes);
@@ -106,7 +106,7 @@ class Context {
   std::mutex api_mutex_;
   std::byte* scratch_mem_ = nullptr;
   std::size_t scratch_bytes_ = 0;  // per area
-  RegistrationCache::Handle scratch_reg_;
+  endpoint::ExposedRegion scratch_reg_;
   std::vector<std::unique_ptr<rma_request_s>> requests_;
   std::vector<rma_request_s*> free_requests_;
   std::vector<rma_request_s*> detached_requests_;

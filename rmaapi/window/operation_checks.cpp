@@ -110,8 +110,8 @@ Status read_remote_table(rma_win_s* win, int target) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     endpoint::Request r;
     // The table, then its version word again: equal and even = consistent.
-    Sge table{reinterpret_cast<std::uint64_t>(s.a), static_cast<std::uint32_t>(words * 8), s.lkey};
-    Sge again{reinterpret_cast<std::uint64_t>(s.b), 8, s.lkey};
+    Sge table{reinterpret_cast<std::uint64_t>(s.a), static_cast<std::uint32_t>(words * 8), s.lkey[ep.rail()]};
+    Sge again{reinterpret_cast<std::uint64_t>(s.b), 8, s.lkey[ep.rail()]};
     WorkRequest wr;
     wr.opcode = Opcode::kRdmaRead;
     wr.sgl = {&table, 1};
@@ -181,7 +181,7 @@ Status resolve_target(rma_win_s* win, const char* call, int target, rma_Aint dis
     for (const Attachment& a : win->remote_tables[static_cast<std::size_t>(target)]) {
       if (lo >= 0 && ulo >= a.addr && uhi <= a.addr + a.len) {
         out.base = static_cast<std::uint64_t>(off);
-        out.rkey = static_cast<std::uint32_t>(a.rkey);
+        out.rkey = win->endpoint(target).rkey(endpoint::RemoteKeys::unpack(a.rkeys));
         return {};
       }
     }

@@ -52,12 +52,12 @@ Status check_transfer(rma_win_s* win, const char* call, const void* origin, cons
   return resolve_target(win, call, a.target, a.target_disp, a.target_count, *x.tl, a.target_type, x.t);
 }
 
-Result<RegistrationCache::Handle> register_buffer(rma_win_s* win, const void* addr,
+Result<RegistrationCache::Handle> register_buffer(Endpoint& ep, const void* addr,
                                                   const TypeLayout& l, int count, Access access,
                                                   OneRegistration& reg) {
   const Footprint fp = footprint(l, count);
   const std::byte* p = byte_at(addr, fp.lo);  // addr may be RMA_BOTTOM
-  auto h = win->ctx->eps().rcache().acquire(p, static_cast<std::size_t>(fp.hi - fp.lo), access);
+  auto h = ep.rcache().acquire(p, static_cast<std::size_t>(fp.hi - fp.lo), access);
   if (!h.ok()) return buffer_error("cannot register the origin buffer: " + h.status().message());
   reg.begin = h->mr().addr();
   reg.end = reg.begin + h->mr().length();
@@ -73,12 +73,12 @@ Status post_registered(rma_win_s* win, const char* call, const OpArgs& a, const 
                        const void* origin, Access access, Opcode opcode, endpoint::Request* req) {
   OneRegistration reg;
   RMA_ASSIGN_OR_RETURN(RegistrationCache::Handle h,
-                       register_buffer(win, origin, *x.ol, a.origin_count, access, reg));
+                       register_buffer(ep, origin, *x.ol, a.origin_count, access, reg));
   RMA_ASSIGN_OR_RETURN(
       TransferPlanner planner,
       TransferPlanner::create(Buffer{reinterpret_cast<std::uint64_t>(origin), a.origin_count, x.ol},
                               Buffer{x.t.base, a.target_count, x.tl},
-                              PlanLimits::from_caps(win->ctx->eps().caps()),
+                              PlanLimits::from_caps(ep.caps()),
                               LkeyLookup{lookup_one, &reg}));
   return post_planned(win, call, a.target, ep, planner, opcode, x.t.rkey,
                       OnComplete{req, std::move(h), nullptr, 0});

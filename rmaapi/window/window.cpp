@@ -30,7 +30,7 @@ void publish_table(rma_win_s* win) noexcept {
     const bool used = i < win->attached.size();
     store(&t[2 + 3 * i], used ? win->attached[i].addr : 0);
     store(&t[3 + 3 * i], used ? win->attached[i].len : 0);
-    store(&t[4 + 3 * i], used ? win->attached[i].reg.rkey() : 0);
+    store(&t[4 + 3 * i], used ? win->attached[i].reg.rkeys().pack() : 0);
   }
   store(&t[0], v + 2);
 }
@@ -79,7 +79,7 @@ Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavo
   if (win->size > 0) {
     // Exactly the window's bytes: a cached registration is page-rounded and
     // merged with its neighbours, and its rkey would reach them too.
-    auto reg = eps.rcache().acquire_exact(win->base, static_cast<std::size_t>(win->size), kWindowAccess);
+    auto reg = eps.expose(win->base, static_cast<std::size_t>(win->size), kWindowAccess);
     if (!reg.ok()) return class_error(RMA_ERR_OTHER, "registering the window memory: " + reg.status().message());
     win->win_reg = std::move(reg).value();
   }
@@ -92,7 +92,7 @@ Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavo
   if (win->meta == nullptr) return class_error(RMA_ERR_NO_MEM, "cannot allocate window metadata");
   std::memset(win->meta, 0, meta_bytes);
   std::unique_ptr<void, Freer> meta_owner(win->meta);
-  auto mreg = eps.rcache().acquire_exact(win->meta, win->meta_words * 8, kWindowAccess);
+  auto mreg = eps.expose(win->meta, win->meta_words * 8, kWindowAccess);
   if (!mreg.ok()) return class_error(RMA_ERR_OTHER, "registering window metadata: " + mreg.status().message());
   win->meta_reg = std::move(mreg).value();
 
@@ -100,8 +100,8 @@ Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavo
   mine.base = reinterpret_cast<std::uint64_t>(win->base);
   mine.size = static_cast<std::uint64_t>(win->size);
   mine.meta = reinterpret_cast<std::uint64_t>(win->meta);
-  mine.rkey = win->win_reg ? win->win_reg.rkey() : 0;
-  mine.meta_rkey = win->meta_reg.rkey();
+  mine.rkeys = win->win_reg ? win->win_reg.rkeys() : endpoint::RemoteKeys{};
+  mine.meta_rkeys = win->meta_reg.rkeys();
   mine.disp_unit = disp_unit;
   mine.flavor = flavor;
   auto all = comm_allgather(ctx, comm, {reinterpret_cast<const std::uint8_t*>(&mine), sizeof(mine)});
@@ -112,7 +112,10 @@ Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavo
       return class_error(RMA_ERR_OTHER, "rank " + std::to_string(r) + " sent a window descriptor of " +
                                             std::to_string(b.size()) + " bytes");
     }
-    std::memcpy(&win->peers[static_cast<std::size_t>(r)], b.data(), sizeof(PeerWindow));
+    PeerWindow& p = win->peers[static_cast<std::size_t>(r)];
+    std::memcpy(&p, b.data(), sizeof(PeerWindow));
+    p.rkey = win->endpoint(r).rkey(p.rkeys);
+    p.meta_rkey = win->endpoint(r).rkey(p.meta_rkeys);
     if (win->peers[static_cast<std::size_t>(r)].flavor != flavor) {
       return class_error(RMA_ERR_RMA_FLAVOR,
                          "rank " + std::to_string(r) +
@@ -155,10 +158,10 @@ Status free_window(rma_win_s* win) {
   // below deregisters them, so a peer's stale rkey reaches nothing. Cached
   // origin registrations of the same memory are dropped too, since the
   // memory may be freed next.
-  RegistrationCache& rc = ctx.eps().rcache();
-  for (const auto& l : win->attached) rc.invalidate(reinterpret_cast<void*>(l.addr), l.len);
-  if (win->size > 0) rc.invalidate(win->base, static_cast<std::size_t>(win->size));
-  rc.invalidate(win->meta, win->meta_words * 8);
+  endpoint::EndpointManager& eps = ctx.eps();
+  for (const auto& l : win->attached) eps.invalidate(reinterpret_cast<void*>(l.addr), l.len);
+  if (win->size > 0) eps.invalidate(win->base, static_cast<std::size_t>(win->size));
+  eps.invalidate(win->meta, win->meta_words * 8);
   win->attached.clear();
   win->win_reg.reset();
   win->meta_reg.reset();
@@ -198,7 +201,7 @@ Status attach(rma_win_s* win, void* base, rma_Aint size) {
     return class_error(RMA_ERR_RMA_ATTACH, "a window holds at most " + std::to_string(kMaxAttach) +
                                                " attachments; detach one first");
   }
-  auto reg = win->ctx->eps().rcache().acquire_exact(base, static_cast<std::size_t>(size), kWindowAccess);
+  auto reg = win->ctx->eps().expose(base, static_cast<std::size_t>(size), kWindowAccess);
   if (!reg.ok()) return class_error(RMA_ERR_RMA_ATTACH, "registering the memory: " + reg.status().message());
   win->attached.push_back({a, len, std::move(reg).value()});
   publish_table(win);
@@ -217,7 +220,7 @@ Status detach(rma_win_s* win, const void* base) {
   }
   // Our own operations from this memory must be done before it goes.
   const StatusCode fc = win->ctx->eps().flush_all();
-  win->ctx->eps().rcache().invalidate(reinterpret_cast<void*>(it->addr), it->len);
+  win->ctx->eps().invalidate(reinterpret_cast<void*>(it->addr), it->len);
   win->attached.erase(it);
   publish_table(win);
   if (fc != StatusCode::kOk) {

@@ -12,7 +12,7 @@
 //                       calls of rank i towards this rank
 //   [2+2n, ...)         dynamic windows: attachment table = version (odd
 //                       while being changed), count, then kMaxAttach entries
-//                       of (address, length, rkey)
+//                       of (address, length, rkeys packed per rail)
 //
 // Every rank learns every other rank's base, size, disp_unit, rkey and
 // metadata address at creation (one allgather), so every bound is checked at
@@ -37,17 +37,21 @@ struct PeerWindow {
   std::uint64_t base = 0;
   std::uint64_t size = 0;
   std::uint64_t meta = 0;
-  std::uint32_t rkey = 0;
-  std::uint32_t meta_rkey = 0;
+  endpoint::RemoteKeys rkeys;       // the window memory's, per rail
+  endpoint::RemoteKeys meta_rkeys;  // the metadata's
   std::int32_t disp_unit = 1;
   std::int32_t flavor = 0;
+  // Not published: the keys of the rail that joins this rank to the peer,
+  // resolved once when the window is made.
+  std::uint32_t rkey = 0;
+  std::uint32_t meta_rkey = 0;
 };
 
 // A dynamic window's attachment, as published in the metadata table.
 struct Attachment {
   std::uint64_t addr = 0;
   std::uint64_t len = 0;
-  std::uint64_t rkey = 0;
+  std::uint64_t rkeys = 0;  // endpoint::RemoteKeys::pack()
 };
 
 inline constexpr std::uint64_t kWriterBit = std::uint64_t{1} << 63;
@@ -81,14 +85,14 @@ struct rma_win_s {
   std::vector<rma::api::PeerWindow> peers;
   std::uint64_t* meta = nullptr;  // this rank's metadata words
   std::size_t meta_words = 0;
-  rma::RegistrationCache::Handle win_reg;
-  rma::RegistrationCache::Handle meta_reg;
+  rma::endpoint::ExposedRegion win_reg;
+  rma::endpoint::ExposedRegion meta_reg;
 
   // Dynamic windows: this rank's attachments (with their registrations) and
   // what this rank last read of every peer's table.
   struct Local {
     std::uint64_t addr, len;
-    rma::RegistrationCache::Handle reg;
+    rma::endpoint::ExposedRegion reg;
   };
   std::vector<Local> attached;
   std::vector<std::vector<rma::api::Attachment>> remote_tables;

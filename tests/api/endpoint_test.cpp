@@ -36,7 +36,7 @@ void run_pair(const EndpointOptions& opts,
       auto m = EndpointManager::create(bs, *dev, opts);
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       std::vector<std::uint64_t> mem(4096, 0);
-      auto reg = (*m)->rcache().acquire(mem.data(), mem.size() * 8, rma::kAllAccess);
+      auto reg = (*m)->rcache(rma::endpoint::kNetworkRail).acquire(mem.data(), mem.size() * 8, rma::kAllAccess);
       ASSERT_TRUE(reg.ok());
       Exposed mine{reinterpret_cast<std::uint64_t>(mem.data()), reg->rkey()};
       auto all = bs.allgather({reinterpret_cast<const std::uint8_t*>(&mine), sizeof(mine)});
@@ -154,7 +154,7 @@ TEST(ApiEndpoint, FlushLocalWaitsOnlyForWhatStillUsesLocalMemory) {
     EXPECT_TRUE(ep.idle());
 
     // From registered user memory: a retransmission would read it again.
-    auto reg = m.rcache().acquire(mine.data(), 4096, rma::kAllAccess);
+    auto reg = m.rcache(rma::endpoint::kNetworkRail).acquire(mine.data(), 4096, rma::kAllAccess);
     ASSERT_TRUE(reg.ok());
     post_write(rma::Sge{reinterpret_cast<std::uint64_t>(mine.data()), 4096, reg->lkey()}, 0, true);
     EXPECT_FALSE(ep.locally_idle());

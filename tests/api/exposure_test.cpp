@@ -112,7 +112,7 @@ TEST(ApiExposure, FreedWindowIsNotReachableThroughAHeldRegistration) {
     const rma::api::PeerWindow p = win->peers[0];
     rma::RegistrationCache::Handle held;
     if (rank == 0) {
-      auto h = rma::api::current_context()->eps().rcache().acquire(base, 64, rma::Access::kNone);
+      auto h = rma::api::current_context()->eps().rcache(rma::endpoint::kNetworkRail).acquire(base, 64, rma::Access::kNone);
       ASSERT_TRUE(h.ok()) << h.status().to_string();
       held = std::move(h).value();
     }

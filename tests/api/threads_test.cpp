@@ -218,7 +218,7 @@ TEST(ApiThreads, ThreadSafeEndpointManagerFromManyThreads) {
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       rma::endpoint::EndpointManager& mgr = **m;
       std::vector<std::uint64_t> mem(64, 0);
-      auto reg = mgr.rcache().acquire_exact(mem.data(), mem.size() * 8, rma::kAllAccess);
+      auto reg = mgr.rcache(rma::endpoint::kNetworkRail).acquire_exact(mem.data(), mem.size() * 8, rma::kAllAccess);
       ASSERT_TRUE(reg.ok());
       struct Exposed {
         std::uint64_t addr;

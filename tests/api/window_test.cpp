@@ -238,7 +238,7 @@ TEST(ApiWindow, RequestOperationsWaitAndTest) {
 // a peer's stale rkey, or a later lookup, cannot reach it.
 TEST(ApiWindow, FreeDropsTheWindowsRegistrations) {
   run_ranks(2, [](int, int) {
-    rma::RegistrationCache& rc = rma::api::current_context()->eps().rcache();
+    rma::RegistrationCache& rc = rma::api::current_context()->eps().rcache(rma::endpoint::kNetworkRail);
     std::vector<char> mem(3 * 4096);
     rma_Win win = RMA_WIN_NULL;
     ASSERT_EQ(rma_win_create(mem.data(), static_cast<rma_Aint>(mem.size()), 1, RMA_INFO_NULL,

@@ -1,9 +1,21 @@
 // Endpoint manager: one reliable-connected QP per peer of a job (the peer
 // may be this rank: a loopback QP, so a rank reaches its own memory through
-// the same NIC path and its atomics stay atomic with everyone else's), all
-// completing into one CQ, connected through the Bootstrap by exchanging
-// EndpointAddress blobs. On top of the provider contract it adds what every
-// user of a QP would otherwise repeat:
+// the same path as everyone else and its atomics stay atomic with theirs),
+// connected through the Bootstrap by exchanging EndpointAddress blobs.
+//
+// Rails: the manager drives up to two devices, each with its protection
+// domain, registration cache and CQ. The network rail (a NIC: verbs, else
+// softroce) serves peers on other hosts; the node rail (shm) serves the
+// peers on this rank's host, this rank included. Which rail serves which
+// peer is the TransportPlan's choice (plan_transports: host identities
+// exchanged at bootstrap, RMA_PROVIDER forcing one provider for all), and
+// it is symmetric: both ends of a pair use the same rail. Memory a peer
+// reaches is registered on every rail (register_exposed) and its keys are
+// published packed (RemoteKeys); a peer picks the key of the rail that
+// joins them. Local keys come from the rail of the endpoint that posts.
+//
+// On top of the provider contract it adds what every user of a QP would
+// otherwise repeat:
 //
 //  - credits: a work request is posted only when its send-queue slot is
 //    free, the CQ has room for its completion and, for READs and atomics,
@@ -38,6 +50,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -55,6 +68,70 @@
 #pragma GCC visibility push(default)
 
 namespace rma::endpoint {
+
+// ------------------------------------------------------------------ rails
+inline constexpr int kMaxRails = 2;
+inline constexpr int kNetworkRail = 0;  // peers on other hosts; every peer when one provider is forced
+inline constexpr int kNodeRail = 1;     // peers on this host (shm)
+
+// The remote keys of one exposed region, one per rail (0 where the rank has
+// no such rail). Published as is: 8 bytes, the same layout on every rank.
+struct RemoteKeys {
+  std::uint32_t key[kMaxRails] = {0, 0};
+  std::uint32_t for_rail(int rail) const noexcept { return key[static_cast<unsigned>(rail) & 1u]; }
+  // As one 64-bit word (tables peers read word by word): rail 0 low.
+  std::uint64_t pack() const noexcept { return std::uint64_t{key[0]} | std::uint64_t{key[1]} << 32; }
+  static RemoteKeys unpack(std::uint64_t w) noexcept {
+    RemoteKeys k;
+    k.key[0] = static_cast<std::uint32_t>(w);
+    k.key[1] = static_cast<std::uint32_t>(w >> 32);
+    return k;
+  }
+  friend bool operator==(const RemoteKeys& a, const RemoteKeys& b) noexcept {
+    return a.key[0] == b.key[0] && a.key[1] == b.key[1];
+  }
+};
+static_assert(sizeof(RemoteKeys) == 8);
+
+// Which device serves which peer (see "Rails" above). Collective to build.
+struct TransportPlan {
+  std::shared_ptr<Device> devices[kMaxRails];  // either may be null: no peer needs it
+  std::vector<std::uint8_t> rail_of;           // per rank of the job
+  // Per rank: an index of its host (0 = the host of rank 0, then in order of
+  // first appearance); equal values <=> same host identity (rma::node).
+  std::vector<std::int32_t> host_of;
+  bool forced = false;  // one provider serves every peer (RMA_PROVIDER, a named provider, or a given device)
+  // One line for people: "shm (shm0) for 3 peers on this host, softroce
+  // (softroce0) for 4 peers on 1 other host".
+  std::string summary;
+};
+
+struct PlanRequest {
+  std::string provider;             // "" = RMA_PROVIDER, else a provider per peer
+  std::string device;               // "" = RMA_DEVICE, else the provider's first (the forced or network provider)
+  std::shared_ptr<Device> device_object;  // set: this device serves every peer (tests, tools)
+  // Per-peer choice only: the providers of each rail ("" = the best one of
+  // reach host / network) and this rank's host identity ("" =
+  // node::host_identity()); for tests that run a job's ranks as threads.
+  std::string node_provider;
+  std::string network_provider;
+  std::string host_identity;
+  // Replaces the cross-memory-attach probe of a peer (rank, pid, address,
+  // expected word); empty = node::probe_cross_memory_attach. For tests of
+  // the refusal paths, which need another user or a Yama setting otherwise.
+  std::function<Status(int rank, std::uint32_t pid, std::uint64_t addr, std::uint64_t expect)> probe;
+};
+
+// Collective over the bootstrap: every rank publishes its host identity,
+// its pid and whether it could open a node device; ranks of one host probe
+// cross-memory attach to each other (process_vm_readv) and publish the
+// result. A pair of ranks on one host uses the node rail when both opened
+// the node provider and both probes succeeded; other pairs use the network
+// rail. A refused probe (another user, kernel.yama.ptrace_scope) is an
+// error naming the cause unless RMA_SHM_FALLBACK=network lets that pair use
+// the network rail. With a forced provider every peer uses it (a host-only
+// provider forced on a job that spans hosts is an error naming the ranks).
+Result<TransportPlan> plan_transports(Bootstrap& bootstrap, const PlanRequest& request = {});
 
 // One user operation: counts its signaled work requests still in flight.
 struct Request {
@@ -90,9 +167,50 @@ struct OnComplete {
 
 class EndpointManager;
 
+// One device the manager drives, and what the manager owns on it.
+struct Rail {
+  std::shared_ptr<Device> device;
+  std::shared_ptr<ProtectionDomain> pd;
+  std::unique_ptr<RegistrationCache> rcache;
+  std::shared_ptr<CompletionQueue> cq;
+  std::uint32_t cq_depth = 0;
+  std::uint32_t cq_outstanding = 0;  // signaled posts whose completion is not yet polled
+  std::unordered_map<std::uint32_t, int> by_qpn;  // QP number -> peer
+  std::uint32_t last_qpn = 0xffffffffu;  // QP numbers are 24 bits: never matches at first
+  int last_peer = 0;
+  std::uint32_t lkey_bounce = 0;  // the bounce areas' local key on this device
+};
+
+// Memory registered on every rail of a manager (exactly its bytes, never
+// cached: see RegistrationCache::acquire_exact), for memory peers reach.
+class ExposedRegion {
+ public:
+  ExposedRegion() = default;
+  explicit operator bool() const noexcept { return any_; }
+  // The local key on `rail` (0 when the manager has no such rail).
+  std::uint32_t lkey(int rail) const noexcept {
+    return handles_[rail] ? handles_[rail].lkey() : 0;
+  }
+  // What peers need: the rkey of each rail.
+  RemoteKeys rkeys() const noexcept;
+  void reset() noexcept;
+
+ private:
+  friend class EndpointManager;
+  RegistrationCache::Handle handles_[kMaxRails];
+  bool any_ = false;
+};
+
 class Endpoint {
  public:
   int peer() const noexcept { return peer_; }
+  // The rail that serves this peer (kNetworkRail or kNodeRail).
+  int rail() const noexcept { return rail_index_; }
+  // Its device's registration cache: local keys of what this endpoint posts.
+  RegistrationCache& rcache() noexcept;
+  const DeviceCaps& caps() const noexcept;
+  // The key of this endpoint's rail among a peer's published keys.
+  std::uint32_t rkey(const RemoteKeys& keys) const noexcept { return keys.for_rail(rail_index_); }
   // Nothing posted to this peer is still in flight. Every operation's last
   // work request must be signaled (post(..., signal = true)) for this to
   // become true: an unsignaled tail has no completion to wait for.
@@ -156,6 +274,8 @@ class Endpoint {
   void fail_all(WcStatus status, std::uint32_t vendor_err) noexcept;
 
   EndpointManager* mgr_ = nullptr;
+  Rail* rail_ = nullptr;
+  int rail_index_ = kNetworkRail;
   int peer_ = -1;
   std::unique_ptr<QueuePair> qp_;
   std::uint32_t depth_ = 0;       // send-queue credits
@@ -180,9 +300,13 @@ class Endpoint {
 
 class EndpointManager {
  public:
-  // Collective over the bootstrap: creates one QP per rank on `device`,
-  // exchanges their addresses (key options.bootstrap_key), connects them all and
-  // waits at a barrier until every rank is connected.
+  // Collective over the bootstrap: creates one QP per rank, on the device of
+  // the rail the plan gives it, exchanges their addresses (key
+  // options.bootstrap_key), connects them all and waits at a barrier until
+  // every rank is connected.
+  static Result<std::unique_ptr<EndpointManager>> create(Bootstrap& bootstrap, const TransportPlan& plan,
+                                                         EndpointOptions options = {});
+  // The same with `device` serving every peer (plan_transports with it forced).
   static Result<std::unique_ptr<EndpointManager>> create(Bootstrap& bootstrap,
                                                          std::shared_ptr<Device> device,
                                                          EndpointOptions options = {});
@@ -193,14 +317,30 @@ class EndpointManager {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return static_cast<int>(endpoints_.size()); }
   Endpoint& endpoint(int peer) noexcept { return endpoints_[static_cast<std::size_t>(peer)]; }
-  Device& device() noexcept { return *device_; }
-  const DeviceCaps& caps() const noexcept { return device_->caps(); }
-  ProtectionDomain& pd() noexcept { return *pd_; }
-  RegistrationCache& rcache() noexcept { return *rcache_; }
   const EndpointOptions& options() const noexcept { return options_; }
 
-  // Polls the CQ once and dispatches what it found; returns the number of
-  // completions, or -1 when the CQ overran (every endpoint is then broken).
+  // Rails: whether this manager has one, and its parts (has_rail first).
+  bool has_rail(int rail) const noexcept { return rails_[rail].device != nullptr; }
+  Device& device(int rail) noexcept { return *rails_[rail].device; }
+  ProtectionDomain& pd(int rail) noexcept { return *rails_[rail].pd; }
+  RegistrationCache& rcache(int rail) noexcept { return *rails_[rail].rcache; }
+  // The plan the manager was built from (rails per peer, hosts).
+  const TransportPlan& plan() const noexcept { return plan_; }
+  bool same_host(int peer) const noexcept {
+    return plan_.host_of[static_cast<std::size_t>(peer)] == plan_.host_of[static_cast<std::size_t>(rank_)];
+  }
+  // "shm (shm0)": the provider and device that serve `peer`.
+  std::string transport_of(int peer) const;
+
+  // Registers exactly [addr, addr+length) with exactly `access` on every
+  // rail, for memory whose keys are given to peers.
+  Result<ExposedRegion> expose(const void* addr, std::size_t length, Access access);
+  // Drops every rail's cached registrations of [addr, addr+length).
+  void invalidate(const void* addr, std::size_t length) noexcept;
+
+  // Polls every rail's CQ once and dispatches what it found; returns the
+  // number of completions, or -1 when a CQ overran (every endpoint is then
+  // broken).
   int progress() noexcept;
   // Progresses until `request` is done. kTimeout at the deadline.
   StatusCode wait(const Request& request) noexcept;
@@ -225,23 +365,21 @@ class EndpointManager {
   friend class Endpoint;
   EndpointManager() = default;
 
-  std::shared_ptr<Device> device_;
-  std::shared_ptr<ProtectionDomain> pd_;
-  std::unique_ptr<RegistrationCache> rcache_;
-  std::shared_ptr<CompletionQueue> cq_;
+  Rail rails_[kMaxRails];
+  int first_rail_ = kNetworkRail;  // progress polls [first_rail_, last_rail_]
+  int last_rail_ = kNetworkRail;
+  TransportPlan plan_;
   EndpointOptions options_;
   int rank_ = 0;
   std::vector<std::uint8_t> bounce_;      // every endpoint's bounce areas
-  RegistrationCache::Handle bounce_reg_;
+  ExposedRegion bounce_reg_;
   std::vector<Endpoint> endpoints_;
-  std::unordered_map<std::uint32_t, int> by_qpn_;
-  std::uint32_t last_qpn_ = 0xffffffffu;  // QP numbers are 24 bits: never matches at first
-  int last_peer_ = 0;
   static constexpr int kPollBatch = 32;
   std::unique_ptr<Completion[]> poll_buf_;  // filled by poll(), never re-initialised
   bool thread_safe_ = false;
   std::recursive_mutex mu_;  // taken only when thread_safe_
   int progress_locked() noexcept;
+  int poll_rail(Rail& rail) noexcept;
   // Progresses (taking lock() once per poll, so other threads post
   // meanwhile) until done() holds; kTimeout at the deadline,
   // kFailedPrecondition when the CQ overran.
@@ -249,8 +387,6 @@ class EndpointManager {
   StatusCode progress_until(Done&& done) noexcept;
   // The SGEs name only the bounce areas (copied there by the poster).
   bool in_bounce(std::span<const Sge> sgl) const noexcept;
-  std::uint32_t cq_depth_ = 0;
-  std::uint32_t cq_outstanding_ = 0;      // signaled posts whose completion is not yet polled
   bool cq_overrun_ = false;
 };
 

@@ -42,6 +42,13 @@ namespace rma::node {
 // or RMA_HOST_ID when set. At most 127 bytes.
 std::string host_identity();
 
+// Whether this process can read `len` bytes at `addr` in process `pid` by
+// cross-memory attach (process_vm_readv) and finds `expect` there (len 8).
+// kPermissionDenied names the cause (another user, kernel.yama.ptrace_scope,
+// a missing CAP_SYS_PTRACE) and what would change it; kNotFound when the
+// process is gone; kFailedPrecondition when the word differs.
+Status probe_cross_memory_attach(std::uint32_t pid, std::uint64_t addr, std::uint64_t expect);
+
 // What a peer on this host needs to map a segment.
 struct SegmentRef {
   static constexpr std::size_t kMaxName = 63;

@@ -380,13 +380,22 @@ class ProtectionDomain {
 };
 
 // ---------------------------------------------------------------- provider
+// Which peers a provider's QPs can reach: the threads of this process
+// (self), the processes of this host (shm), or any host (a NIC). The
+// endpoint manager picks the best provider of each reach that a peer needs
+// (engine/endpoint/transport_plan.cpp).
+enum class ProviderReach : std::uint8_t { kProcess, kHost, kNetwork };
+std::string_view provider_reach_name(ProviderReach r) noexcept;  // "process", "host", "network"
+
 class Provider {
  public:
   virtual ~Provider() = default;
   virtual std::string_view name() const noexcept = 0;         // "self", "verbs", "softroce"
   virtual std::string_view description() const noexcept = 0;
-  // Higher wins when RMA_PROVIDER does not name one.
+  // Higher wins among providers of one reach when RMA_PROVIDER does not
+  // name one.
   virtual int priority() const noexcept = 0;
+  virtual ProviderReach reach() const noexcept { return ProviderReach::kNetwork; }
   // Devices this provider can open on this machine; empty when none.
   virtual Result<std::vector<DeviceInfo>> query_devices() = 0;
   virtual Result<std::shared_ptr<Device>> open_device(std::string_view name) = 0;

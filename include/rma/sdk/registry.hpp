@@ -38,6 +38,10 @@ class ProviderRegistry {
   // priority one that reports at least one device.
   Result<Provider*> select(std::string_view name = {}) const;
 
+  // The highest-priority provider of `reach` that reports at least one
+  // device; kNotFound naming every candidate's reason otherwise.
+  Result<Provider*> select_by_reach(ProviderReach reach) const;
+
   // Opens a device: `device` names it ("" = the provider's first).
   Result<std::shared_ptr<Device>> open(std::string_view provider = {},
                                        std::string_view device = {}) const;

@@ -33,9 +33,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kDeadline{30};
 
-// Segments of `pid` in /dev/shm.
+// Device segments of `pid` in /dev/shm.
 std::vector<std::string> segments_of(pid_t pid) {
-  const std::string prefix = "rma-shm." + std::to_string(::getuid()) + "." + std::to_string(pid) + ".";
+  const std::string prefix = "rma." + std::to_string(::getuid()) + "." + std::to_string(pid) + ".dev.";
   std::vector<std::string> out;
   if (DIR* d = ::opendir("/dev/shm")) {
     while (dirent* e = ::readdir(d)) {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "shm/cma.hpp"
+#include "shm/mapped_regions.hpp"
 #include "shm/queue_pair.hpp"
 #include "shm/region_table.hpp"
 #include "swkit/orphan_tracker.hpp"
@@ -30,6 +31,8 @@ bool goes_to_ring(Opcode op) noexcept { return op != Opcode::kRdmaWrite && op !=
 // How often a requester waiting for an answer asks whether the target's
 // process still exists (a system call).
 constexpr std::chrono::milliseconds kLivenessInterval{1};
+// How many WRITEs/READs/mapped atomics run between two such questions.
+constexpr std::uint32_t kLivenessOps = 1024;
 
 }  // namespace
 
@@ -107,13 +110,48 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq) noexcept {
   if (ps != QpState::kRtr && ps != QpState::kRts) {
     return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerNotReady};
   }
-  if (!peer_->owner_alive()) return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerProcessGone};
+  // Whether the peer's process still exists is a system call: asked every
+  // kLivenessOps requests here (a dead peer's mapped memory takes writes
+  // harmlessly, its pid refuses copies with ESRCH) and before every ring
+  // request (which would wait for it).
+  if (++ops_since_liveness_ >= kLivenessOps || (goes_to_ring(w.opcode) && !is_atomic(w.opcode))) {
+    ops_since_liveness_ = 0;
+    if (!peer_->owner_alive()) return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerProcessGone};
+  }
 
+  if (is_atomic(w.opcode)) {
+    // In a segment we map: the CPU's atomic instruction on the mapped word,
+    // here and now. Anything else (memory outside a segment, and every
+    // error, which the target reports as it always does) goes to the ring.
+    const MappedRegions::Target t = mapped_.resolve(peer_->layout(), static_cast<std::uint32_t>(peer_pid_),
+                                                    peer_slot_->pd.load(std::memory_order_acquire), w.rkey,
+                                                    w.remote_addr, 8, Access::kRemoteAtomic);
+    if (t.at != nullptr) return execute_mapped_atomic(w, local, t.at);
+    if (!peer_->owner_alive()) return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerProcessGone};
+    return issue(w, local);
+  }
   if (goes_to_ring(w.opcode)) {
     // An inline payload is read by the target from our inline row.
     return issue(w, local);
   }
   return execute_direct(w, local);
+}
+
+QpImpl::Step QpImpl::execute_mapped_atomic(const SendWqe& w, std::span<const Sge> local, std::byte* at) noexcept {
+  // Coherent with every other atomic on the word: the target's own, the
+  // ring-served ones, the software NIC's, other mappings': all are CPU
+  // atomics on the same physical memory. post() checked the alignment.
+  auto* word = reinterpret_cast<std::uint64_t*>(at);
+  std::uint64_t original;
+  if (w.opcode == Opcode::kAtomicFetchAdd) {
+    original = __atomic_fetch_add(word, w.compare_add, __ATOMIC_SEQ_CST);
+  } else {
+    original = w.compare_add;
+    __atomic_compare_exchange_n(word, &original, w.swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  }
+  // The local SGE need not be 8-byte aligned; it was checked above.
+  std::memcpy(reinterpret_cast<void*>(local[0].addr), &original, 8);
+  return Step{Step::kDone, WcStatus::kSuccess, 8, kVeNone};
 }
 
 void QpImpl::break_peer() noexcept {
@@ -124,13 +162,24 @@ void QpImpl::break_peer() noexcept {
 QpImpl::Step QpImpl::execute_direct(const SendWqe& w, std::span<const Sge> local) noexcept {
   const bool write = w.opcode == Opcode::kRdmaWrite;
   if (w.length == 0) return Step{Step::kDone, WcStatus::kSuccess, 0, kVeNone};
-  // 3. The target's region, from its shared table.
-  const std::uint32_t ve =
-      check_remote_region(peer_->layout(), peer_slot_->pd.load(std::memory_order_acquire), w.rkey, w.remote_addr,
-                          w.length, write ? Access::kRemoteWrite : Access::kRemoteRead);
-  if (ve != kVeNone) {
+  // 3. The target's region, from its shared table (through our cache of it).
+  const MappedRegions::Target t =
+      mapped_.resolve(peer_->layout(), static_cast<std::uint32_t>(peer_pid_),
+                      peer_slot_->pd.load(std::memory_order_acquire), w.rkey, w.remote_addr, w.length,
+                      write ? Access::kRemoteWrite : Access::kRemoteRead);
+  if (t.vendor_err != kVeNone) {
     break_peer();
-    return Step{Step::kFailed, WcStatus::kRemAccessErr, 0, ve};
+    return Step{Step::kFailed, WcStatus::kRemAccessErr, 0, t.vendor_err};
+  }
+  if (t.at != nullptr) {
+    // In a segment we map: a copy into or out of the mapping. When it
+    // returns, the bytes are in the target's memory (the same pages).
+    if (write) {
+      copy_from_sgl(local, 0, reinterpret_cast<std::uint8_t*>(t.at), w.length);
+    } else {
+      copy_to_sgl(local, 0, reinterpret_cast<const std::uint8_t*>(t.at), w.length);
+    }
+    return Step{Step::kDone, WcStatus::kSuccess, w.length, kVeNone};
   }
   const Sge remote{w.remote_addr, w.length, 0};
   const int err = cma_copy(peer_pid_, write, local, {&remote, 1}, w.length);

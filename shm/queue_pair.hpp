@@ -93,6 +93,13 @@ class QpImpl final : public QueuePair {
 
   // requester.cpp
   Step execute(const SendWqe& w, std::uint64_t seq) noexcept;
+  // What completes without waiting (WRITE/READ, atomics on mapped memory)
+  // runs now; kWaiting, with nothing done, for what must wait for the peer
+  // to connect or go to its ring (wait_or_issue).
+  Step run_now(const SendWqe& w, std::span<const Sge> local) noexcept;
+  Step wait_or_issue(const SendWqe& w, std::span<const Sge> local) noexcept;
+  // The completion (signaled or error) of the request just executed.
+  void finish(std::uint64_t seq, const SendWqe& w, const Step& step) noexcept;
   Step execute_direct(const SendWqe& w, std::span<const Sge> local) noexcept;
   Step execute_mapped_atomic(const SendWqe& w, std::span<const Sge> local, std::byte* at) noexcept;
   Step issue(const SendWqe& w, std::span<const Sge> local) noexcept;

@@ -81,11 +81,23 @@ Segment::~Segment() {
 
 bool Segment::owner_alive() const noexcept {
   if (own_) return true;
+  bool alive;
   if (pidfd_ >= 0) {
     pollfd p{pidfd_, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 0;  // readable once the process exited
+    alive = ::poll(&p, 1, 0) == 0;  // readable once the process exited
+  } else {
+    alive = !pid_dead(pid_);  // no pidfd (kernel < 5.3): pid reuse can fool this
   }
-  return !pid_dead(pid_);  // no pidfd (kernel < 5.3): pid reuse can fool this
+  if (!alive && !swept_.exchange(true)) {
+    // The first to notice the death removes what the dead process left in
+    // /dev/shm (it was killed or crashed, or it would have unlinked them).
+    try {
+      (void)node::remove_stale_segments(static_cast<std::uint32_t>(pid_));
+    } catch (...) {
+      // Out of memory: rmarun, the next open or rma_info --cleanup will.
+    }
+  }
+  return alive;
 }
 
 void Segment::ring_doorbell() noexcept {

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,8 +39,9 @@ class Segment {
   pid_t pid() const noexcept { return pid_; }
   bool own() const noexcept { return own_; }
 
-  // False once the owner process has exited (its pidfd is readable). Our
-  // own segment is always alive. A system call: callers rate-limit it.
+  // False once the owner process has exited (its pidfd is readable); the
+  // first such answer also removes the dead process's librma segments.
+  // Our own segment is always alive. A system call: callers rate-limit it.
   bool owner_alive() const noexcept;
   // Wakes the owner's progress thread (after a ring or break request).
   void ring_doorbell() noexcept;
@@ -56,6 +58,7 @@ class Segment {
   pid_t pid_ = 0;
   int pidfd_ = -1;  // peer segments: the owner process, immune to pid reuse
   bool own_ = false;
+  mutable std::atomic<bool> swept_{false};  // the dead owner's segments were removed
 };
 
 class SegmentMap {

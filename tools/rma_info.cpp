@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "rma/sdk/config.hpp"
+#include "rma/sdk/node.hpp"
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/registration_cache.hpp"
 #include "rma/sdk/registry.hpp"
@@ -27,6 +29,8 @@ void usage(FILE* out) {
                "  -v, --version   librma version\n"
                "      --counters  counters of running librma processes started with RMA_STATS=shm\n"
                "      --pid N     with --counters: only process N\n"
+               "      --cleanup   remove the shared-memory segments (/dev/shm/rma.*) that exited processes\n"
+               "                  of this user left behind, and print their names\n"
                "  -h, --help      this text\n"
                "With no option, prints devices, monitor, configuration and version.\n");
 }
@@ -139,11 +143,12 @@ int print_counters(std::optional<int> pid) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool devices = false, config = false, monitor = false, version = false, counters = false;
+  bool devices = false, config = false, monitor = false, version = false, counters = false, cleanup = false;
   std::optional<int> pid;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--counters") counters = true;
+    else if (a == "--cleanup") cleanup = true;
     else if (a == "--pid" || a.rfind("--pid=", 0) == 0) {
       std::string v;
       if (a == "--pid") {
@@ -178,6 +183,16 @@ int main(int argc, char** argv) {
   if (pid && !counters) {
     std::fprintf(stderr, "rma_info: --pid goes with --counters\n");
     return 2;
+  }
+  if (cleanup) {
+    if (devices || config || monitor || version || counters) {
+      std::fprintf(stderr, "rma_info: --cleanup does not combine with other options\n");
+      return 2;
+    }
+    const std::vector<std::string> removed = rma::node::remove_stale_segments();
+    for (const std::string& n : removed) std::printf("removed /dev/shm%s\n", n.c_str());
+    std::printf("%zu stale segment%s removed\n", removed.size(), removed.size() == 1 ? "" : "s");
+    return 0;
   }
   if (counters) {
     if (devices || config || monitor || version) {

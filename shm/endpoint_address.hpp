@@ -22,7 +22,7 @@ struct Endpoint {
   std::uint64_t nonce = 0;
   std::uint32_t qpn = 0;
   std::uint32_t slot = 0;
-  std::string segment;  // "/rma-shm.<uid>.<pid>.<random>"
+  std::string segment;  // "/rma.<uid>.<pid>.dev.<16 hex digits>"
 };
 
 EndpointAddress encode_endpoint(const Endpoint& e);

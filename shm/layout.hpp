@@ -27,8 +27,8 @@ inline constexpr unsigned kMrSlotBits = 14;           // rkey & (kMaxMr - 1) is 
 inline constexpr std::uint32_t kMaxMr = 1u << kMrSlotBits;
 inline constexpr std::uint32_t kRingDepth = 4;        // request ring entries per QP
 inline constexpr std::uint32_t kMaxRingSge = 32;      // = swkit::software_caps max_sge
-inline constexpr std::uint32_t kSegmentVersion = 1;
-inline constexpr char kSegmentMagic[8] = {'r', 'm', 'a', '-', 's', 'h', 'm', '1'};
+inline constexpr std::uint32_t kSegmentVersion = 2;
+inline constexpr char kSegmentMagic[8] = {'r', 'm', 'a', '-', 's', 'h', 'm', '2'};
 
 // A request a requester leaves for the target's progress: the operations
 // that need the target's CPU (atomics) or its receive queue (SEND,
@@ -83,7 +83,9 @@ struct QpSlot {
 
 // One registered region as a peer sees it. A seqlock: the owner makes
 // `seq` odd, writes, makes it even; a reader retries on an odd or changed
-// seq, so it never acts on half an update.
+// seq, so it never acts on half an update. A requester that cached what it
+// read compares `seq` before each use: unchanged means the same
+// registration (a re-registration or deregistration moves it on).
 struct MrSlot {
   std::atomic<std::uint32_t> seq;
   std::atomic<std::uint32_t> rkey;  // 0: free
@@ -91,6 +93,16 @@ struct MrSlot {
   std::atomic<std::uint64_t> length;
   std::atomic<std::uint32_t> access;  // rma::Access
   std::atomic<std::uint32_t> pd;
+  // The region lies inside a librma shared segment of the owner
+  // (node::locate at registration): a requester that maps the segment
+  // reaches the region at seg_offset with loads, stores and CPU atomics.
+  // seg_size 0: not in one (cross-memory attach and the ring).
+  std::atomic<std::uint64_t> seg_size;
+  std::atomic<std::uint64_t> seg_nonce;
+  std::atomic<std::uint64_t> seg_offset;
+  std::atomic<std::uint32_t> seg_pid;
+  std::atomic<std::uint32_t> pad0;
+  std::atomic<std::uint64_t> seg_name[8];  // the shm_open name, 8 bytes a word, NUL-padded
 };
 
 struct SegmentHeader {

@@ -140,11 +140,46 @@ Status QpImpl::set_error() {
 PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
   std::lock_guard lock(device_.mutex());
   const SendLimits limits{max_send_sge_, max_inline_, pd_->caps().max_msg_size};
-  // Everything accepted is queued before anything runs, so a request that
-  // fails does not make later ones of the same list look unpostable: they
-  // are accepted and then flushed, as on a NIC.
-  const PostResult result = swkit::post_sends(sq_, state(), limits, wrs, [](SendWqe&, std::uint64_t) {});
-  drive();
+  // Requests are checked against the state the QP had when post() was
+  // called, so one that fails as it runs does not make later ones of the
+  // same list look unpostable: they are accepted and then flushed, as on a
+  // NIC.
+  const QpState posted_in = state();
+  PostResult result;
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    const WorkRequest& wr = wrs[i];
+    StatusCode code;
+    std::uint64_t length = 0;
+    if (const char* why = swkit::check_post_send(posted_in, wr, limits, sq_.full(), &length, code)) {
+      result = PostResult{code, static_cast<std::uint32_t>(i), why};
+      break;
+    }
+    SendWqe w{};
+    swkit::fill_send_wqe(w, wr, length);
+    // Nothing waits ahead of it (RC order): run it now, straight from the
+    // caller's list, when it completes without waiting. Its queue slot is
+    // taken all the same: it is busy until a completion covering it is
+    // polled.
+    if (sq_exec_ == sq_.tail() && state() == QpState::kRts) {
+      const Step step = run_now(w, wr.sgl);
+      if (step.kind != Step::kWaiting) {
+        const std::uint64_t seq = sq_.push();
+        ++sq_exec_;
+        finish(seq, w, step);
+        continue;
+      }
+    }
+    SendWqe& queued = sq_.prepare(wr.sgl, (wr.flags & kWrInline) != 0);
+    const std::uint32_t num_sge = queued.num_sge;
+    queued = w;
+    queued.num_sge = num_sge;
+    sq_.push();
+  }
+  if (sq_exec_ != sq_.tail()) {
+    drive();
+    // Accepted behind a request that broke the QP: flushed now.
+    if (state() == QpState::kError && sq_exec_ != sq_.tail()) enter_error();
+  }
   // A request now waits in a ring: when the target is a QP of this device,
   // serving it here saves the caller a poll.
   if (inflight_) device_.progress();

@@ -31,6 +31,7 @@
 #include "rma/sdk/provider.hpp"
 #include "shm/completion_queue.hpp"
 #include "shm/device.hpp"
+#include "shm/mapped_regions.hpp"
 #include "shm/segment.hpp"
 #include "swkit/vendor_err.hpp"
 #include "swkit/work_queue.hpp"
@@ -92,7 +93,15 @@ class QpImpl final : public QueuePair {
 
   // requester.cpp
   Step execute(const SendWqe& w, std::uint64_t seq) noexcept;
+  // What completes without waiting (WRITE/READ, atomics on mapped memory)
+  // runs now; kWaiting, with nothing done, for what must wait for the peer
+  // to connect or go to its ring (wait_or_issue).
+  Step run_now(const SendWqe& w, std::span<const Sge> local) noexcept;
+  Step wait_or_issue(const SendWqe& w, std::span<const Sge> local) noexcept;
+  // The completion (signaled or error) of the request just executed.
+  void finish(std::uint64_t seq, const SendWqe& w, const Step& step) noexcept;
   Step execute_direct(const SendWqe& w, std::span<const Sge> local) noexcept;
+  Step execute_mapped_atomic(const SendWqe& w, std::span<const Sge> local, std::byte* at) noexcept;
   Step issue(const SendWqe& w, std::span<const Sge> local) noexcept;
   Step check_answer() noexcept;
   void cancel_inflight() noexcept;
@@ -130,6 +139,9 @@ class QpImpl final : public QueuePair {
   QpSlot* peer_slot_ = nullptr;
   std::uint32_t peer_qpn_ = 0;
   pid_t peer_pid_ = 0;
+  // The peer's regions we used: checks, and where mapped ones lie here.
+  MappedRegions mapped_;
+  std::uint32_t ops_since_liveness_ = 0;  // requests since we asked whether the peer lives
 
   swkit::WorkQueue<SendWqe> sq_;
   std::uint64_t sq_exec_ = 0;  // next request to execute (the one in flight, if any)

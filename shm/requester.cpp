@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "shm/cma.hpp"
+#include "shm/mapped_regions.hpp"
 #include "shm/queue_pair.hpp"
 #include "shm/region_table.hpp"
 #include "swkit/orphan_tracker.hpp"
@@ -30,6 +31,8 @@ bool goes_to_ring(Opcode op) noexcept { return op != Opcode::kRdmaWrite && op !=
 // How often a requester waiting for an answer asks whether the target's
 // process still exists (a system call).
 constexpr std::chrono::milliseconds kLivenessInterval{1};
+// How many WRITEs/READs/mapped atomics run between two such questions.
+constexpr std::uint32_t kLivenessOps = 1024;
 
 }  // namespace
 
@@ -48,15 +51,18 @@ void QpImpl::drive() noexcept {
     rnr_armed_ = false;
     not_ready_armed_ = false;
     ++sq_exec_;
-    const SendWqe& w = sq_[seq];
-    if (step.kind == Step::kDone) {
-      if ((w.flags & kWrSignaled) != 0) complete_send(seq, w, WcStatus::kSuccess, step.byte_len, kVeNone);
-    } else {
-      complete_send(seq, w, step.status, 0, step.vendor_err);
-      needs_error_ = true;  // errors are fatal to the QP
-    }
-    if (needs_error_) enter_error();
+    finish(seq, sq_[seq], step);
   }
+}
+
+void QpImpl::finish(std::uint64_t seq, const SendWqe& w, const Step& step) noexcept {
+  if (step.kind == Step::kDone) {
+    if ((w.flags & kWrSignaled) != 0) complete_send(seq, w, WcStatus::kSuccess, step.byte_len, kVeNone);
+  } else {
+    complete_send(seq, w, step.status, 0, step.vendor_err);
+    needs_error_ = true;  // errors are fatal to the QP
+  }
+  if (needs_error_) enter_error();
 }
 
 std::span<const Sge> QpImpl::local_sgl(const SendWqe& w, std::uint64_t seq, Sge& inline_sge) const noexcept {
@@ -66,12 +72,18 @@ std::span<const Sge> QpImpl::local_sgl(const SendWqe& w, std::uint64_t seq, Sge&
 }
 
 QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq) noexcept {
-  // See every unmap that finished before this transfer (swkit/orphan_tracker.hpp).
-  OrphanTracker::instance().sync();
   // Stays valid while the request is in flight: its address is what the
   // ring carries for an inline SEND, and the row is ours until retired.
   Sge inline_sge;
   const std::span<const Sge> local = local_sgl(w, seq, inline_sge);
+  const Step now = run_now(w, local);
+  if (now.kind != Step::kWaiting) return now;
+  return wait_or_issue(w, local);
+}
+
+QpImpl::Step QpImpl::run_now(const SendWqe& w, std::span<const Sge> local) noexcept {
+  // See every unmap that finished before this transfer (swkit/orphan_tracker.hpp).
+  OrphanTracker::instance().sync();
 
   // 1. Local protection. READ and atomic results are written locally, so
   //    their buffers need LOCAL_WRITE.
@@ -83,10 +95,39 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq) noexcept {
   }
 
   // 2. The target QP must exist and accept requests; otherwise a NIC would
-  //    retry until its retry counter ran out.
+  //    retry until its retry counter ran out. Not connected yet: wait
+  //    (wait_or_issue).
   if (peer_slot_->qpn.load(std::memory_order_acquire) != peer_qpn_) {
     return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerGone};
   }
+  const auto ps = static_cast<QpState>(peer_slot_->state.load(std::memory_order_acquire));
+  if (ps == QpState::kReset || ps == QpState::kInit) return Step{Step::kWaiting};
+  if (ps != QpState::kRtr && ps != QpState::kRts) {
+    return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerNotReady};
+  }
+  if (goes_to_ring(w.opcode) && !is_atomic(w.opcode)) return Step{Step::kWaiting};
+  // Whether the peer's process still exists is a system call: asked every
+  // kLivenessOps requests here (a dead peer's mapped memory takes writes
+  // harmlessly, its pid refuses copies with ESRCH) and before every ring
+  // request (wait_or_issue).
+  if (++ops_since_liveness_ >= kLivenessOps) {
+    ops_since_liveness_ = 0;
+    if (!peer_->owner_alive()) return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerProcessGone};
+  }
+  if (is_atomic(w.opcode)) {
+    // In a segment we map: the CPU's atomic instruction on the mapped word,
+    // here and now. Anything else (memory outside a segment, and every
+    // error, which the target reports as it always does) goes to the ring.
+    const MappedRegions::Target t = mapped_.resolve(peer_->layout(), static_cast<std::uint32_t>(peer_pid_),
+                                                    peer_slot_->pd.load(std::memory_order_acquire), w.rkey,
+                                                    w.remote_addr, 8, Access::kRemoteAtomic);
+    if (t.at == nullptr) return Step{Step::kWaiting};
+    return execute_mapped_atomic(w, local, t.at);
+  }
+  return execute_direct(w, local);
+}
+
+QpImpl::Step QpImpl::wait_or_issue(const SendWqe& w, std::span<const Sge> local) noexcept {
   const auto ps = static_cast<QpState>(peer_slot_->state.load(std::memory_order_acquire));
   if (ps == QpState::kReset || ps == QpState::kInit) {
     // The peer has not connected yet (connect is one call per side, in any
@@ -103,17 +144,32 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq) noexcept {
       }
       return Step{Step::kWaiting};
     }
+    return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerNotReady};
   }
   if (ps != QpState::kRtr && ps != QpState::kRts) {
     return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerNotReady};
   }
+  // A ring request waits for the target's process: it must be there.
   if (!peer_->owner_alive()) return Step{Step::kFailed, WcStatus::kRetryExcErr, 0, kVePeerProcessGone};
+  // An inline payload is read by the target from our inline row.
+  return issue(w, local);
+}
 
-  if (goes_to_ring(w.opcode)) {
-    // An inline payload is read by the target from our inline row.
-    return issue(w, local);
+QpImpl::Step QpImpl::execute_mapped_atomic(const SendWqe& w, std::span<const Sge> local, std::byte* at) noexcept {
+  // Coherent with every other atomic on the word: the target's own, the
+  // ring-served ones, the software NIC's, other mappings': all are CPU
+  // atomics on the same physical memory. post() checked the alignment.
+  auto* word = reinterpret_cast<std::uint64_t*>(at);
+  std::uint64_t original;
+  if (w.opcode == Opcode::kAtomicFetchAdd) {
+    original = __atomic_fetch_add(word, w.compare_add, __ATOMIC_SEQ_CST);
+  } else {
+    original = w.compare_add;
+    __atomic_compare_exchange_n(word, &original, w.swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   }
-  return execute_direct(w, local);
+  // The local SGE need not be 8-byte aligned; it was checked above.
+  std::memcpy(reinterpret_cast<void*>(local[0].addr), &original, 8);
+  return Step{Step::kDone, WcStatus::kSuccess, 8, kVeNone};
 }
 
 void QpImpl::break_peer() noexcept {
@@ -124,13 +180,31 @@ void QpImpl::break_peer() noexcept {
 QpImpl::Step QpImpl::execute_direct(const SendWqe& w, std::span<const Sge> local) noexcept {
   const bool write = w.opcode == Opcode::kRdmaWrite;
   if (w.length == 0) return Step{Step::kDone, WcStatus::kSuccess, 0, kVeNone};
-  // 3. The target's region, from its shared table.
-  const std::uint32_t ve =
-      check_remote_region(peer_->layout(), peer_slot_->pd.load(std::memory_order_acquire), w.rkey, w.remote_addr,
-                          w.length, write ? Access::kRemoteWrite : Access::kRemoteRead);
-  if (ve != kVeNone) {
+  // 3. The target's region, from its shared table (through our cache of it).
+  const MappedRegions::Target t =
+      mapped_.resolve(peer_->layout(), static_cast<std::uint32_t>(peer_pid_),
+                      peer_slot_->pd.load(std::memory_order_acquire), w.rkey, w.remote_addr, w.length,
+                      write ? Access::kRemoteWrite : Access::kRemoteRead);
+  if (t.vendor_err != kVeNone) {
     break_peer();
-    return Step{Step::kFailed, WcStatus::kRemAccessErr, 0, ve};
+    return Step{Step::kFailed, WcStatus::kRemAccessErr, 0, t.vendor_err};
+  }
+  if (t.at != nullptr) {
+    // In a segment we map: a copy into or out of the mapping. When it
+    // returns, the bytes are in the target's memory (the same pages).
+    if (local.size() == 1) {  // the common case: one copy, no list walk
+      void* const mine = reinterpret_cast<void*>(local[0].addr);
+      if (write) {
+        std::memcpy(t.at, mine, w.length);
+      } else {
+        std::memcpy(mine, t.at, w.length);
+      }
+    } else if (write) {
+      copy_from_sgl(local, 0, reinterpret_cast<std::uint8_t*>(t.at), w.length);
+    } else {
+      copy_to_sgl(local, 0, reinterpret_cast<const std::uint8_t*>(t.at), w.length);
+    }
+    return Step{Step::kDone, WcStatus::kSuccess, w.length, kVeNone};
   }
   const Sge remote{w.remote_addr, w.length, 0};
   const int err = cma_copy(peer_pid_, write, local, {&remote, 1}, w.length);

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "rma/sdk/config.hpp"
+#include "rma/sdk/node.hpp"
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/registration_cache.hpp"
 #include "rma/sdk/registry.hpp"
@@ -31,6 +33,8 @@ void usage(FILE* out) {
                "  -t, --transports  run as every rank of a job (rmarun -n N rma_info -t, or under\n"
                "                  mpirun): connect the job and print which provider serves which\n"
                "                  peer (shm for peers on the same host, a NIC for the others)\n"
+               "      --cleanup   remove the shared-memory segments (/dev/shm/rma.*) that exited processes\n"
+               "                  of this user left behind, and print their names\n"
                "  -h, --help      this text\n"
                "With no option, prints devices, monitor, configuration and version.\n");
 }
@@ -143,12 +147,13 @@ int print_counters(std::optional<int> pid) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool devices = false, config = false, monitor = false, version = false, counters = false, transports = false;
+  bool devices = false, config = false, monitor = false, version = false, counters = false, transports = false, cleanup = false;
   std::optional<int> pid;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--counters") counters = true;
     else if (a == "-t" || a == "--transports") transports = true;
+    else if (a == "--cleanup") cleanup = true;
     else if (a == "--pid" || a.rfind("--pid=", 0) == 0) {
       std::string v;
       if (a == "--pid") {
@@ -183,6 +188,16 @@ int main(int argc, char** argv) {
   if (pid && !counters) {
     std::fprintf(stderr, "rma_info: --pid goes with --counters\n");
     return 2;
+  }
+  if (cleanup) {
+    if (devices || config || monitor || version || counters || transports) {
+      std::fprintf(stderr, "rma_info: --cleanup does not combine with other options\n");
+      return 2;
+    }
+    const std::vector<std::string> removed = rma::node::remove_stale_segments();
+    for (const std::string& n : removed) std::printf("removed /dev/shm%s\n", n.c_str());
+    std::printf("%zu stale segment%s removed\n", removed.size(), removed.size() == 1 ? "" : "s");
+    return 0;
   }
   if (counters) {
     if (devices || config || monitor || version || transports) {

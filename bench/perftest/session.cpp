@@ -81,10 +81,12 @@ Session::~Session() {
   qps.clear();
   reg.reset();
   cache.reset();
-  std::free(buffer);
+  memory.reset();
 }
 
 void fatal(Session& s, const std::string& message) {
+  // _Exit runs no exit handlers: the buffer's name goes now.
+  if (s.memory) s.memory->unlink();
   std::fflush(stdout);
   std::fprintf(stderr, "%s: %s\n", s.opt.tool.name, message.c_str());
   std::fflush(stderr);
@@ -272,9 +274,12 @@ void setup(Session& s) {
   const std::uint64_t max_size = o.max_size(info.caps.max_msg_size);
   s.slot = static_cast<std::size_t>(((std::max<std::uint64_t>(max_size, 64) + 4095) / 4096) * 4096);
   s.buffer_bytes = s.slot * 2 * o.num_qps;
-  s.buffer = static_cast<std::uint8_t*>(std::aligned_alloc(4096, s.buffer_bytes));
-  if (s.buffer == nullptr) fatal(s, "cannot allocate " + std::to_string(s.buffer_bytes) + " bytes of buffer");
-  std::memset(s.buffer, 0, s.buffer_bytes);
+  auto memory = node::SharedMemory::allocate(s.buffer_bytes, "bench");
+  if (!memory.ok()) {
+    fatal(s, "cannot allocate " + std::to_string(s.buffer_bytes) + " bytes of buffer: " + memory.status().message());
+  }
+  s.memory = std::move(memory).value();
+  s.buffer = reinterpret_cast<std::uint8_t*>(s.memory->data());  // zero-filled
 
   auto pd = s.dev->alloc_pd();
   if (!pd.ok()) fatal(s, "cannot allocate a protection domain: " + pd.status().message());

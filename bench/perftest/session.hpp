@@ -11,6 +11,7 @@
 #include "perftest_wire.hpp"
 #include "options.hpp"
 #include "report.hpp"
+#include "rma/sdk/node.hpp"
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/registration_cache.hpp"
 
@@ -33,6 +34,10 @@ struct Session {
   std::unique_ptr<RegistrationCache> cache;
   std::shared_ptr<CompletionQueue> cq;
   std::vector<QpCtx> qps;
+  // The buffer lives in a node-local shared segment (as ucx_perftest's
+  // comes from ucp_mem_map): a peer on this host reaches it through a
+  // mapping (the shm provider), any other provider sees plain memory.
+  std::unique_ptr<node::SharedMemory> memory;
   std::uint8_t* buffer = nullptr;
   std::size_t slot = 0;  // bytes per half
   std::size_t buffer_bytes = 0;

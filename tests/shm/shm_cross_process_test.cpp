@@ -33,9 +33,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kDeadline{30};
 
-// Segments of `pid` in /dev/shm.
+// Device segments of `pid` in /dev/shm.
 std::vector<std::string> segments_of(pid_t pid) {
-  const std::string prefix = "rma-shm." + std::to_string(::getuid()) + "." + std::to_string(pid) + ".";
+  const std::string prefix = "rma." + std::to_string(::getuid()) + "." + std::to_string(pid) + ".dev.";
   std::vector<std::string> out;
   if (DIR* d = ::opendir("/dev/shm")) {
     while (dirent* e = ::readdir(d)) {
@@ -69,7 +69,7 @@ class Peer {
     std::string hello = line();
     std::istringstream in(hello);
     std::string word, hex;
-    in >> word >> hex >> buf >> rkey >> ro >> ro_rkey;
+    in >> word >> hex >> buf >> rkey >> ro >> ro_rkey >> sbuf >> srkey;
     if (word == "hello") {
       auto a = EndpointAddress::from_hex(hex);
       if (a.ok()) address = *a;
@@ -111,6 +111,7 @@ class Peer {
       out += c;
     }
   }
+  void signal(int sig) { ::kill(pid_, sig); }
   void kill9() {
     ::kill(pid_, SIGKILL);
     reap(std::chrono::seconds(10));
@@ -134,6 +135,8 @@ class Peer {
   EndpointAddress address;
   std::uint64_t buf = 0, ro = 0;
   std::uint32_t rkey = 0, ro_rkey = 0;
+  std::uint64_t sbuf = 0;  // 1 MiB in the peer's node::SharedMemory segment: the mapped path
+  std::uint32_t srkey = 0;
 
  private:
   pid_t pid_ = -1;
@@ -407,6 +410,178 @@ TEST_F(ShmCrossProcess, APeerThatNeverConnectsRunsOutTheRetries) {
   EXPECT_EQ(wcs[0].vendor_err, 19u) << "vendor_err: the peer QP is not ready";
   EXPECT_EQ(wcs[1].status, WcStatus::kWrFlushErr) << wc_status_name(wcs[1].status);
   EXPECT_EQ((*q)->state(), QpState::kError);
+}
+
+// ------------------------------------------------------------------ mapped path
+
+// Memory the peer allocated with node::SharedMemory is reached through a
+// mapping: WRITE, READ and atomics complete while the peer's process is
+// stopped (SIGSTOP: no progress thread, no CQ poll, nothing of it runs).
+TEST_F(ShmCrossProcess, MappedRegionsNeedNoTargetProgress) {
+  Peer peer;
+  ASSERT_TRUE(peer.ok());
+  auto qp = connect(peer);
+  ASSERT_TRUE(qp);
+  for (std::size_t i = 0; i < 70000; ++i) buf[i] = static_cast<std::uint8_t>(i * 11 + 5);
+  peer.signal(SIGSTOP);
+  std::size_t off = 0;
+  std::uint64_t id = 0;
+  for (std::uint32_t len : {1u, 8u, 4096u, 65537u}) {
+    Sge s = sge(off, len);
+    ASSERT_TRUE(post(*qp, Opcode::kRdmaWrite, {&s, 1}, peer.sbuf + off, peer.srkey, ++id).ok());
+    Completion c = wait_one();
+    EXPECT_EQ(c.status, WcStatus::kSuccess) << wc_status_name(c.status) << " vendor " << c.vendor_err;
+    EXPECT_EQ(c.byte_len, len);
+    off += len + 3;
+  }
+  // Read it all back into another place of ours (two SGEs).
+  Sge back[2] = {sge(200000, 40000), sge(300000, static_cast<std::uint32_t>(off - 40000))};
+  ASSERT_TRUE(post(*qp, Opcode::kRdmaRead, back, peer.sbuf, peer.srkey, ++id).ok());
+  Completion r = wait_one();
+  EXPECT_EQ(r.status, WcStatus::kSuccess) << wc_status_name(r.status);
+  EXPECT_EQ(r.byte_len, off);
+  std::vector<std::uint8_t> expect(off, 0), got(buf + 200000, buf + 240000);
+  got.insert(got.end(), buf + 300000, buf + 300000 + (off - 40000));
+  {
+    std::size_t o = 0;
+    for (std::uint32_t len : {1u, 8u, 4096u, 65537u}) {
+      std::memcpy(expect.data() + o, buf + o, len);
+      o += len + 3;
+    }
+  }
+  EXPECT_TRUE(got == expect) << "READ did not return what the WRITEs put there";
+  Sge res = sge(500000, 8);
+  ASSERT_TRUE(post(*qp, Opcode::kAtomicFetchAdd, {&res, 1}, peer.sbuf + 4096 * 32, peer.srkey, ++id, 40).ok());
+  EXPECT_EQ(wait_one().status, WcStatus::kSuccess);
+  ASSERT_TRUE(post(*qp, Opcode::kAtomicCmpSwap, {&res, 1}, peer.sbuf + 4096 * 32, peer.srkey, ++id, 40, 7).ok());
+  Completion cs = wait_one();
+  EXPECT_EQ(cs.status, WcStatus::kSuccess);
+  EXPECT_EQ(cs.byte_len, 8u);
+  EXPECT_EQ(u64(500000), 40u) << "CMP_SWAP returns the original value";
+  peer.signal(SIGCONT);
+  EXPECT_EQ(peer.cmd("sword " + std::to_string(4096 * 32)), "ok 7");
+  EXPECT_EQ(peer.cmd("ssum 0 " + std::to_string(off)), "ok " + std::to_string(fnv(expect.data(), off)));
+}
+
+// Mapped fetch-adds from this process and the peer's own CPU atomics on one
+// word at once: no update lost, no value returned twice.
+TEST_F(ShmCrossProcess, MappedAtomicsAreCoherentWithTheTargetsOwn) {
+  Peer peer;
+  ASSERT_TRUE(peer.ok());
+  auto qp = connect(peer);
+  ASSERT_TRUE(qp);
+  constexpr std::uint64_t kN = 20000;
+  const std::uint64_t word = 8192;
+  peer.send("sadd " + std::to_string(kN) + " " + std::to_string(word));
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t i = 0; i < kN; ++i) {
+    Sge res = sge((i % 4096) * 8, 8);
+    ASSERT_TRUE(post(*qp, Opcode::kAtomicFetchAdd, {&res, 1}, peer.sbuf + word, peer.srkey, i, 1000000).ok());
+    Completion c = wait_one();
+    ASSERT_EQ(c.status, WcStatus::kSuccess) << wc_status_name(c.status) << " vendor " << c.vendor_err;
+    seen.insert(u64((i % 4096) * 8));
+  }
+  EXPECT_EQ(peer.line(), "ok");
+  EXPECT_EQ(seen.size(), kN) << "two fetch-adds returned the same value";
+  EXPECT_EQ(peer.cmd("sword " + std::to_string(word)), "ok " + std::to_string(kN + kN * 1000000));
+}
+
+// A cached view of a mapped region is never used after the target
+// deregistered it: the old rkey names nothing, the new registration's
+// rights are obeyed, and the target's memory does not change.
+TEST_F(ShmCrossProcess, MappedRegionReRegistrationIsSeenByTheNextRequest) {
+  const auto reregister = [](Peer& peer, Access access) -> std::uint32_t {
+    const std::string reg = peer.cmd("sreg " + std::to_string(static_cast<unsigned>(access)));
+    EXPECT_EQ(reg.rfind("ok ", 0), 0u) << reg;
+    const auto rkey = static_cast<std::uint32_t>(std::stoul(reg.size() > 3 ? reg.substr(3) : "0"));
+    // The key table reuses the slot first: the cache entry is the same one.
+    EXPECT_EQ(rkey & 0x3FFFu, peer.srkey & 0x3FFFu) << "not the same slot: the test proves less";
+    return rkey;
+  };
+  buf[0] = 0x11;
+  Sge s = sge(0, 1);
+  {
+    Peer peer;
+    ASSERT_TRUE(peer.ok());
+    auto qp = connect(peer);
+    ASSERT_TRUE(qp);
+    ASSERT_TRUE(post(*qp, Opcode::kRdmaWrite, {&s, 1}, peer.sbuf + 100, peer.srkey, 1).ok());
+    EXPECT_EQ(wait_one().status, WcStatus::kSuccess);
+    const std::uint32_t fresh = reregister(peer, kAllAccess);
+    Sge r = sge(8, 1);
+    ASSERT_TRUE(post(*qp, Opcode::kRdmaRead, {&r, 1}, peer.sbuf + 100, fresh, 2).ok());
+    EXPECT_EQ(wait_one().status, WcStatus::kSuccess) << "the new registration is usable at once";
+    EXPECT_EQ(buf[8], 0x11);
+    buf[0] = 0x22;
+    ASSERT_TRUE(post(*qp, Opcode::kRdmaWrite, {&s, 1}, peer.sbuf + 100, peer.srkey, 3).ok());
+    Completion c = wait_one();
+    EXPECT_EQ(c.status, WcStatus::kRemAccessErr) << wc_status_name(c.status);
+    EXPECT_EQ(c.vendor_err, 7u) << "the old rkey names nothing";
+    EXPECT_EQ(peer.cmd("sword 96"), "ok " + std::to_string(std::uint64_t{0x11} << 32));
+  }
+  Peer peer;
+  ASSERT_TRUE(peer.ok());
+  auto qp = connect(peer);
+  ASSERT_TRUE(qp);
+  buf[0] = 0x11;
+  ASSERT_TRUE(post(*qp, Opcode::kRdmaWrite, {&s, 1}, peer.sbuf + 100, peer.srkey, 1).ok());
+  EXPECT_EQ(wait_one().status, WcStatus::kSuccess);
+  const std::uint32_t read_only = reregister(peer, Access::kRemoteRead);
+  buf[0] = 0x22;
+  ASSERT_TRUE(post(*qp, Opcode::kRdmaWrite, {&s, 1}, peer.sbuf + 100, read_only, 2).ok());
+  Completion c = wait_one();
+  EXPECT_EQ(c.status, WcStatus::kRemAccessErr) << wc_status_name(c.status);
+  EXPECT_EQ(c.vendor_err, 9u) << "WRITE through a read-only registration";
+  EXPECT_EQ(peer.cmd("sword 96"), "ok " + std::to_string(std::uint64_t{0x11} << 32));
+}
+
+TEST_F(ShmCrossProcess, MappedRegionErrorsChangeNothingAtTheTarget) {
+  struct Case {
+    const char* what;
+    Opcode op;
+    std::uint64_t offset;
+    std::uint32_t len;
+    std::uint32_t rkey_xor;
+    std::uint32_t vendor_err;
+  };
+  const Case cases[] = {
+      {"out of bounds", Opcode::kRdmaWrite, (1 << 20) - 4, 8, 0, 10},
+      {"bad rkey", Opcode::kRdmaWrite, 0, 8, 0x5a5a0000u, 7},
+      {"READ out of bounds", Opcode::kRdmaRead, (1 << 20) - 8, 9, 0, 10},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    Peer peer;
+    ASSERT_TRUE(peer.ok());
+    auto qp = connect(peer);
+    ASSERT_TRUE(qp);
+    std::memset(buf, 0xEE, 16);
+    Sge s = sge(0, k.len);
+    ASSERT_TRUE(post(*qp, k.op, {&s, 1}, peer.sbuf + k.offset, peer.srkey ^ k.rkey_xor, 1).ok());
+    Completion c = wait_one();
+    EXPECT_EQ(c.status, WcStatus::kRemAccessErr) << wc_status_name(c.status);
+    EXPECT_EQ(c.vendor_err, k.vendor_err);
+    const std::uint8_t zeros[16] = {};
+    EXPECT_EQ(peer.cmd("ssum " + std::to_string((1 << 20) - 16) + " 16"), "ok " + std::to_string(fnv(zeros, 16)));
+    EXPECT_EQ(peer.cmd("ssum 0 16"), "ok " + std::to_string(fnv(zeros, 16)));
+  }
+}
+
+// The target frees its segment while the region is still registered: the
+// requester's next WRITE fails instead of going to the freed pages.
+TEST_F(ShmCrossProcess, MappedSegmentFreedByTheTargetFailsTheNextRequest) {
+  Peer peer;
+  ASSERT_TRUE(peer.ok());
+  auto qp = connect(peer);
+  ASSERT_TRUE(qp);
+  Sge s = sge(0, 8);
+  ASSERT_TRUE(post(*qp, Opcode::kRdmaWrite, {&s, 1}, peer.sbuf, peer.srkey, 1).ok());
+  EXPECT_EQ(wait_one().status, WcStatus::kSuccess);
+  EXPECT_EQ(peer.cmd("sfree"), "ok");
+  ASSERT_TRUE(post(*qp, Opcode::kRdmaWrite, {&s, 1}, peer.sbuf, peer.srkey, 2).ok());
+  Completion c = wait_one();
+  EXPECT_EQ(c.status, WcStatus::kRemAccessErr) << wc_status_name(c.status);
+  EXPECT_EQ(c.vendor_err, 17u) << "vendor_err: the region's memory went away";
 }
 
 // ------------------------------------------------------------------ failures

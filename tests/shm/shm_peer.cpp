@@ -3,7 +3,8 @@
 // then runs the commands the test sends, one line each, answering one line.
 // Only the SDK is used, as an application would.
 //
-//   hello <address hex> <buf addr> <buf rkey> <ro addr> <ro rkey>   (sent first)
+//   hello <address hex> <buf addr> <buf rkey> <ro addr> <ro rkey> <seg addr> <seg rkey>   (sent first)
+//                                 seg: 1 MiB in a node::SharedMemory segment (the mapped path)
 //   connect <hex>                 -> ok | err <message>
 //   recv <n> <len>                -> ok          (n receives, buf + i*len)
 //   waitrecv <n>                  -> ok <status>,<byte_len>,<imm> ...
@@ -14,6 +15,10 @@
 //   write|read <addr> <rkey> <len>-> ok <status> <vendor_err>
 //   state                         -> ok <QP state>
 //   dropuid <uid>                 -> ok         (setresuid: the next copies are refused)
+//   sword <off> / ssum <off> <len> -> as word / sum, in the segment
+//   sadd <n> <off>                -> ok         (n CPU fetch-adds of 1 on the segment's word)
+//   sreg <access>                 -> ok <rkey>  (the segment's region deregistered, registered again)
+//   sfree                         -> ok         (the segment freed; its region stays registered)
 //   hang                          -> (sleeps until killed)
 //   exit                          -> ok, then closes everything and exits 0
 #include <poll.h>
@@ -31,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "rma/sdk/node.hpp"
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/registry.hpp"
 
@@ -102,6 +108,11 @@ int main(int argc, char** argv) {
   auto mr = (*pd)->register_memory(buf, kBuf, kAllAccess);
   auto ro_mr = (*pd)->register_memory(ro, 4096, Access::kRemoteRead);
   if (!mr.ok() || !ro_mr.ok()) die("register");
+  auto seg = rma::node::SharedMemory::allocate(kBuf, "test");
+  if (!seg.ok()) die("allocate: " + seg.status().to_string());
+  auto* sbuf = reinterpret_cast<std::uint8_t*>((*seg)->data());
+  auto seg_mr = (*pd)->register_memory(sbuf, kBuf, kAllAccess);
+  if (!seg_mr.ok()) die("register seg");
   QpConfig qc;
   qc.send_cq = *cq;
   qc.recv_cq = *cq;
@@ -113,8 +124,9 @@ int main(int argc, char** argv) {
   if (!qp.ok()) die("create_qp: " + qp.status().to_string());
   auto addr = (*qp)->local_address();
   char hello[256];
-  std::snprintf(hello, sizeof hello, " %" PRIu64 " %u %" PRIu64 " %u", reinterpret_cast<std::uint64_t>(buf),
-                (*mr)->rkey(), reinterpret_cast<std::uint64_t>(ro), (*ro_mr)->rkey());
+  std::snprintf(hello, sizeof hello, " %" PRIu64 " %u %" PRIu64 " %u %" PRIu64 " %u",
+                reinterpret_cast<std::uint64_t>(buf), (*mr)->rkey(), reinterpret_cast<std::uint64_t>(ro),
+                (*ro_mr)->rkey(), reinterpret_cast<std::uint64_t>(sbuf), (*seg_mr)->rkey());
   reply("hello " + addr->to_hex() + hello);
 
   auto one = [&](Opcode op, std::uint64_t raddr, std::uint32_t rkey, std::uint32_t len, std::uint64_t loc,
@@ -208,6 +220,31 @@ int main(int argc, char** argv) {
       const bool ok = ::setresuid(uid, uid, uid) == 0;
       ::prctl(PR_SET_DUMPABLE, 1);  // LeakSanitizer at exit traces us
       reply(ok ? "ok" : "err setresuid");
+    } else if (c == "sword") {
+      unsigned long off = 0;
+      std::sscanf(line.c_str(), "sword %lu", &off);
+      reply("ok " + std::to_string(__atomic_load_n(reinterpret_cast<std::uint64_t*>(sbuf + off), __ATOMIC_SEQ_CST)));
+    } else if (c == "ssum") {
+      unsigned long off = 0, len = 0;
+      std::sscanf(line.c_str(), "ssum %lu %lu", &off, &len);
+      std::uint64_t h = 1469598103934665603ull;
+      for (unsigned long i = 0; i < len; ++i) h = (h ^ sbuf[off + i]) * 1099511628211ull;
+      reply("ok " + std::to_string(h));
+    } else if (c == "sadd") {
+      unsigned long n = 0, off = 0;
+      std::sscanf(line.c_str(), "sadd %lu %lu", &n, &off);
+      for (unsigned long i = 0; i < n; ++i) __atomic_fetch_add(reinterpret_cast<std::uint64_t*>(sbuf + off), 1, __ATOMIC_SEQ_CST);
+      reply("ok");
+    } else if (c == "sreg") {
+      unsigned access = 0;
+      std::sscanf(line.c_str(), "sreg %u", &access);
+      seg_mr->reset();
+      seg_mr = (*pd)->register_memory(sbuf, kBuf, static_cast<Access>(access));
+      if (!seg_mr.ok()) die("sreg: " + seg_mr.status().to_string());
+      reply("ok " + std::to_string((*seg_mr)->rkey()));
+    } else if (c == "sfree") {
+      seg->reset();
+      reply("ok");
     } else if (c == "hang") {
       for (;;) ::pause();
     } else if (c == "exit") {
@@ -218,6 +255,7 @@ int main(int argc, char** argv) {
     }
   }
   qp->reset();
+  if (seg_mr.ok()) seg_mr->reset();
   mr->reset();
   ro_mr->reset();
   std::free(buf);

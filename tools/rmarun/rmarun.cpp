@@ -26,6 +26,7 @@
 #include "bootstrap/collective_round.hpp"
 #include "bootstrap/timeout.hpp"
 #include "bootstrap/wire_protocol.hpp"
+#include "rma/sdk/node.hpp"
 #include "rma/version.hpp"
 
 namespace {
@@ -75,6 +76,9 @@ class Job {
   bool listen_socket();
   bool spawn(char** argv);
   void reap();
+  // A rank was reaped: its shared segments go (a rank that was killed or
+  // crashed never unlinked them).
+  void exited(Rank& r);
   void on_readable(std::size_t rank);
   void on_new_connection(int fd);
   void handle(std::size_t rank, const wire::Message& m);
@@ -177,7 +181,7 @@ void Job::stop_all() {
     const pid_t pid = ::waitpid(-1, &status, 0);
     if (pid < 0) break;
     for (auto& r : ranks_) {
-      if (r.pid == pid) r.exited = true;
+      if (r.pid == pid) exited(r);
     }
   }
 }
@@ -205,6 +209,14 @@ void Job::fail_job(const std::string& why, int exit_code) {
   stop_all();
 }
 
+void Job::exited(Rank& r) {
+  r.exited = true;
+  // Reaped, so the pid is free: its segments are stale whoever reuses it.
+  for (const std::string& n : rma::node::remove_stale_segments(static_cast<std::uint32_t>(r.pid))) {
+    std::fprintf(stderr, "rmarun: removed /dev/shm%s left by pid %d\n", n.c_str(), static_cast<int>(r.pid));
+  }
+}
+
 void Job::reap() {
   int status;
   pid_t pid;
@@ -212,7 +224,7 @@ void Job::reap() {
     for (std::size_t i = 0; i < ranks_.size(); ++i) {
       Rank& r = ranks_[i];
       if (r.pid != pid) continue;
-      r.exited = true;
+      exited(r);
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!ok && !failed_) {
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -22,6 +22,7 @@
 // to clean even after a kill -9.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,7 +54,8 @@ Status probe_cross_memory_attach(std::uint32_t pid, std::uint64_t addr, std::uin
 struct SegmentRef {
   static constexpr std::size_t kMaxName = 63;
   char name[kMaxName + 1] = {};  // shm_open name, "/rma.<uid>.<pid>.<purpose>.<random>"
-  std::uint64_t size = 0;        // bytes (a multiple of the page size)
+  std::uint64_t size = 0;        // data bytes (a multiple of the page size; the object has one
+                                 // control page more, in front: nonce, size, freed mark)
   std::uint32_t pid = 0;         // owner process
   std::uint32_t pad = 0;
   std::uint64_t nonce = 0;       // random, also in the segment's name: a recreated name is told apart
@@ -84,12 +86,22 @@ class SharedMemory {
   // Owner only: removes the name now (peers that mapped it keep their
   // mapping; later attach() calls fail with kNotFound). Idempotent.
   void unlink() noexcept;
+  // True once the owner has freed the segment (its SharedMemory was
+  // destroyed): a peer that still maps it must not write through its
+  // mapping any more, nothing there is the owner's memory now. One load,
+  // for data paths. An owner killed with SIGKILL never says so; its pid
+  // does.
+  bool freed() const noexcept { return state_->load(std::memory_order_acquire) != kLive; }
 
  private:
   SharedMemory() = default;
+  static constexpr std::uint32_t kLive = 1;
+  std::byte* base_ = nullptr;  // the whole mapping: one control page, then data_
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
   SegmentRef ref_;
+  // In the segment's control page (shared): kLive until the owner frees it.
+  std::atomic<std::uint32_t>* state_ = nullptr;
   bool owner_ = false;
   bool unlinked_ = false;
 };

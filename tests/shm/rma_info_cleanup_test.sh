@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# rma_info --cleanup removes a stale librma segment of a dead process and
+# prints its name; it leaves a live process's segment and names of another
+# shape alone.  Usage: rma_info_cleanup_test.sh RMA_INFO
+set -uo pipefail
+info="$1"
+uid=$(id -u)
+sleep 0 & dead=$!
+wait "$dead"  # reaped: its pid names no process now
+if kill -0 "$dead" 2>/dev/null; then echo "SKIP: pid $dead was reused at once"; exit 0; fi
+stale="rma.$uid.$dead.test.00000000deadbeef"
+live="rma.$uid.$$.test.00000000cafef00d"
+foreign="rma-other.$uid.$dead.test.00000000deadbeef"
+for n in "$stale" "$live" "$foreign"; do : >"/dev/shm/$n"; done
+trap 'rm -f "/dev/shm/$stale" "/dev/shm/$live" "/dev/shm/$foreign"' EXIT
+out=$("$info" --cleanup 2>&1)
+rc=$?
+fail() { echo "FAIL: $*"; echo "$out" | sed 's/^/  | /'; exit 1; }
+[[ $rc -eq 0 ]] || fail "exit status $rc"
+[[ ! -e "/dev/shm/$stale" ]] || fail "the dead pid's segment $stale is still there"
+grep -qx "removed /dev/shm/$stale" <<<"$out" || fail "did not print the removed name"
+[[ -e "/dev/shm/$live" ]] || fail "removed a live process's segment"
+[[ -e "/dev/shm/$foreign" ]] || fail "removed a name of another shape"
+grep -q "stale segments\? removed" <<<"$out" || fail "no summary line"
+out=$("$info" --cleanup --devices 2>&1)
+[[ $? -eq 2 ]] || fail "--cleanup with another option was accepted"
+echo "PASS: rma_info --cleanup removed the dead pid's segment only"

@@ -34,6 +34,9 @@ class DpdkPort final : public PortLink {
   explicit DpdkPort(PortSpec spec) : spec_(std::move(spec)) {
     info_.name = spec_.canonical();
     info_.ipv4 = spec_.ipv4;
+    // A kernel interface is a segment shared with others: peers by ARP.
+    info_.neighbours_by_arp = spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp ||
+                              spec_.kind == PortKind::kTap || spec_.kind == PortKind::kPci;
     open_link_count().fetch_add(1);
   }
   ~DpdkPort() override {

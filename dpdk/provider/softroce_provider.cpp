@@ -11,6 +11,7 @@
 #include <string>
 
 #include "link/lossy_link.hpp"
+#include "link/mesh_link.hpp"
 #include "port/port.hpp"
 #include "port/spec.hpp"
 #include "provider/softroce_device.hpp"
@@ -30,6 +31,7 @@ constexpr const char* kRetryVar = "RMA_SOFTROCE_RETRY_CNT";
 constexpr const char* kRnrRetryVar = "RMA_SOFTROCE_RNR_RETRY";
 constexpr const char* kProgressVar = "RMA_SOFTROCE_PROGRESS_US";
 constexpr const char* kLossVar = "RMA_SOFTROCE_LOSS";
+constexpr const char* kArpTimeoutVar = "RMA_SOFTROCE_ARP_TIMEOUT_MS";
 constexpr const char* kDeviceName = "softroce0";
 
 Status declare_variables() {
@@ -39,6 +41,10 @@ Status declare_variables() {
                                        "memif:client:<sock>, af_packet:<if>, tap:<if>, ring:<name>, "
                                        "pci:<bdf>, memif-mesh:<job>,rank=R,size=N; options ,ip=a.b.c.d "
                                        ",mac=xx:..:xx. Unset under rmarun or a PMIx launcher (mpirun, srun): a memif mesh of the job's ranks"}));
+  RMA_RETURN_IF_ERROR(config::declare({kArpTimeoutVar, "3000",
+                                       "softroce: milliseconds a connect waits for the ARP reply that gives a peer's "
+                                       "MAC on a kernel interface port (af_packet, af_xdp, tap, pci), asking again after "
+                                       "10, 20, 40 .. 500 ms; 0 = no ARP, use the MAC of the peer's endpoint address"}));
   RMA_RETURN_IF_ERROR(config::declare({kProgressVar, "200",
                                        "softroce: a background thread progresses the device after this "
                                        "many microseconds without progress (a target answers while its "
@@ -230,11 +236,25 @@ class SoftRoceProvider final : public Provider {
     RMA_ASSIGN_OR_RETURN(auto timeout, configured_code(kTimeoutVar, 31));
     RMA_ASSIGN_OR_RETURN(auto retry_cnt, configured_code(kRetryVar, 7));
     RMA_ASSIGN_OR_RETURN(auto rnr_retry, configured_code(kRnrRetryVar, 7));
+    RMA_ASSIGN_OR_RETURN(std::uint64_t arp_timeout_ms, config::get_size(kArpTimeoutVar));
+    if (arp_timeout_ms > 600000) {
+      return invalid_argument(std::string(kArpTimeoutVar) + "=" + std::to_string(arp_timeout_ms) +
+                              ": must be 0 (no ARP) .. 600000 milliseconds");
+    }
     const std::string where = "softroce: " + std::string(kPortVar) + "=\"" + spec + "\"";
     RMA_ASSIGN_OR_RETURN(double loss, configured_loss());
     auto link = roce::open_port(spec);
     if (!link.ok()) return link.status().with_context(where);
     std::unique_ptr<roce::Link> port = std::move(link).value();
+    if (port->info().neighbours_by_arp && dynamic_cast<roce::MeshLink*>(port.get()) == nullptr) {
+      // A kernel interface carries nothing back to its sender: frames to
+      // the device's own MAC (the RMA API's rank-to-itself QP) take the
+      // mesh's loopback, everything else the interface.
+      roce::LinkInfo self = port->info();
+      auto looped = roce::MeshLink::create(std::move(self), {}, std::move(port));
+      if (!looped.ok()) return looped.status().with_context(where);
+      port = std::move(looped).value();
+    }
     if (loss > 0.0) {
       std::uint64_t seed = 0;
       if (::getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) seed = 0;
@@ -248,6 +268,7 @@ class SoftRoceProvider final : public Provider {
     o.retry_cnt = retry_cnt;
     o.rnr_retry = rnr_retry;
     o.progress_interval_us = static_cast<std::uint32_t>(progress_us);
+    o.arp_timeout_ms = static_cast<std::uint32_t>(arp_timeout_ms);
     auto dev = open_softroce_device(std::move(port), o);
     if (!dev.ok()) return dev.status().with_context(where);
     return dev;

@@ -23,6 +23,7 @@
 #include "port/dpdk_objects.hpp"
 #include "port/port_link.hpp"
 #include "port/spec.hpp"
+#include "port/unicast_filter.hpp"
 
 namespace rma::roce::port {
 
@@ -95,9 +96,15 @@ class DpdkPort final : public PortLink {
   bool got_fin_ack_ = false;
   bool passive_ = false;  // answered the peer's FIN: wait for its disconnect
 
+  UnicastFilter unicast_;  // af_packet/af_xdp with mac=: the interface accepts our MAC
+
   std::vector<std::uint8_t> scratch_;
   std::array<rte_mbuf*, kBurst> mbufs_{};
   std::array<std::uint16_t, kBurst> index_{};
 };
+
+// Opens one DPDK port (every kind but the composed ones, memif-mesh and
+// bridged, which mesh_port.cpp builds from these).
+Result<std::unique_ptr<Link>> open_dpdk_port(PortSpec spec);
 
 }  // namespace rma::roce::port

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "rma/sdk/registry.hpp"
 #include "wire/arp.hpp"
 #include "wire/byte_order.hpp"
 
@@ -296,6 +297,40 @@ TEST(ArpResolutionPair, TwoDevicesResolveEachOtherAndTalk) {
   auto* d0 = dynamic_cast<SoftRoceDevice*>(s[0].dev.get());
   EXPECT_EQ(d0->counters().arp_replies_accepted, 1u);
   EXPECT_GE(d0->counters().arp_requests_answered, 1u);
+}
+
+// RMA_SOFTROCE_ARP_TIMEOUT_MS: a malformed or out-of-range value is refused
+// naming the variable, and 0 (no ARP) on a port that must find its own
+// host's ranks by ARP is refused naming both, before any port opens.
+TEST(ArpTimeoutVariable, BadValuesAreRefusedNamingTheVariable) {
+  ProviderRegistry reg;
+  ASSERT_TRUE(providers::register_softroce(reg).ok());
+  Provider* p = reg.find("softroce").value();
+  ::setenv("RMA_SOFTROCE_PORT", "ring:arp-timeout-test,ip=10.1.2.3", 1);
+  for (const char* bad : {"soon", "-1", "600001", "3s"}) {
+    ::setenv("RMA_SOFTROCE_ARP_TIMEOUT_MS", bad, 1);
+    auto dev = p->open_device("");
+    ASSERT_FALSE(dev.ok()) << bad;
+    EXPECT_NE(dev.status().message().find("RMA_SOFTROCE_ARP_TIMEOUT_MS"), std::string::npos)
+        << dev.status().message();
+  }
+  ::setenv("RMA_SOFTROCE_ARP_TIMEOUT_MS", "0", 1);
+  ::setenv("RMA_SOFTROCE_PORT",
+           "af_packet:rmaNoSuch9,ip=169.254.1.1,mac=06:00:00:00:00:01,mesh=j,mesh_rank=0,mesh_size=2", 1);
+  auto dev = p->open_device("");
+  ASSERT_FALSE(dev.ok());
+  EXPECT_NE(dev.status().message().find("RMA_SOFTROCE_ARP_TIMEOUT_MS=0 turns ARP off, but this port finds the other "
+                                        "ranks of its host by ARP"),
+            std::string::npos)
+      << dev.status().message();
+  EXPECT_NE(dev.status().message().find("RMA_SOFTROCE_PORT=\"af_packet:rmaNoSuch9"), std::string::npos)
+      << dev.status().message();
+  ::setenv("RMA_SOFTROCE_ARP_TIMEOUT_MS", "250", 1);
+  ::setenv("RMA_SOFTROCE_PORT", "ring:arp-timeout-test,ip=10.1.2.3", 1);
+  auto good = p->open_device("");
+  EXPECT_TRUE(good.ok()) << good.status().message();
+  ::unsetenv("RMA_SOFTROCE_ARP_TIMEOUT_MS");
+  ::unsetenv("RMA_SOFTROCE_PORT");
 }
 
 }  // namespace

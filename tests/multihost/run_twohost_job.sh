@@ -99,6 +99,20 @@ if [[ $unreachable -eq 1 ]]; then
     fail "cannot configure the island $iso_a in $ns_b"
 fi
 
+# What the hosts' own IP stacks and interfaces look like before the job:
+# afterwards they must have answered none of the NICs' frames (no UDP to a
+# closed port, no ICMP unreachable: the frames are for the NICs' own MACs)
+# and kept their MACs, with nothing left in promiscuous mode.
+snmp() {  # snmp NS PROTO FIELD: a counter of /proc/net/snmp in NS
+  ip netns exec "$1" awk -v p="$2:" -v f="$3" '$1 == p && !h { for (i = 2; i <= NF; i++) n[i] = $i; h = 1; next }
+    $1 == p && h { for (i = 2; i <= NF; i++) if (n[i] == f) print $i }' /proc/net/snmp
+}
+link_state() {  # link_state NS IF: "MAC promiscuity N"
+  ip -d -n "$1" link show "$2" | awk '/link\/ether/ { mac = $2 } { for (i = 1; i < NF; i++) if ($i == "promiscuity") p = $(i + 1) }
+    END { print mac, "promiscuity", p }'
+}
+before_a=$(link_state "$ns_a" "$if_a"); before_b=$(link_state "$ns_b" "$if_b")
+
 # Nothing of librma's configuration reaches the job.
 while IFS='=' read -r name _; do
   [[ "$name" == RMA_* ]] && unset "$name"
@@ -127,7 +141,20 @@ cat "$work/out"
 echo "run_twohost_job: the job exited $rc after $took_ms ms"
 if [[ $unreachable -eq 0 ]]; then
   [[ $rc -eq 124 || $rc -eq 137 ]] && fail "the job did not finish within $timeout_s s"
-  exit "$rc"
+  [[ $rc -eq 0 ]] || exit "$rc"
+  for side in "$ns_a $if_a $before_a" "$ns_b $if_b $before_b"; do
+    read -r ns ifc before <<<"$side"
+    before=${side#"$ns $ifc "}
+    for counter in "Udp NoPorts" "Icmp OutDestUnreachs"; do
+      read -r proto field <<<"$counter"
+      n=$(snmp "$ns" "$proto" "$field")
+      [[ "$n" == 0 ]] || fail "$ns's IP stack counted $proto $field = ${n:-?}: it took RoCE frames for its own"
+    done
+    after=$(link_state "$ns" "$ifc")
+    [[ "$after" == "$before" ]] || fail "$ifc in $ns was '$before' before the job and is '$after' after it"
+  done
+  echo "run_twohost_job: the namespaces' IP stacks saw none of the NICs' frames; $if_a and $if_b kept their MACs and flags"
+  exit 0
 fi
 
 # --unreachable: a clear error, a non-zero exit, and no waiting beyond the ARP timeout.

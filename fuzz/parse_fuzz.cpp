@@ -5,12 +5,16 @@
 // ICRC recomputed (where its lengths allow) so the fuzzer gets past the
 // CRC and exercises the transport checks. Whatever parses is rebuilt with
 // build_packet, and the rebuilt frame must parse to the same headers and
-// payload.
+// payload. ARP frames go through the request path (the answer) and the
+// reply path: the neighbour table (dpdk/rc/neighbour_table) must believe a
+// reply only when it answers a question asked and is addressed to the
+// asker, and never change its answer.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "rc/neighbour_table.hpp"
 #include "wire/arp.hpp"
 #include "wire/wire.hpp"
 
@@ -48,8 +52,47 @@ void check_arp(std::span<const std::uint8_t> frame) {
   if (std::memcmp(reply, req.sender_mac.data(), 6) != 0) fail("ARP reply not sent to the asker");
 }
 
+// Whatever parses as ARP keeps the parser's promises; as a reply it is
+// offered to a neighbour table twice: one that asked for the sender's
+// address with the frame's own target as its identity (so the fuzzer can
+// reach the accepting path), and one that asked for nothing.
+void check_arp_reply(std::span<const std::uint8_t> frame) {
+  ArpMessage m;
+  if (!parse_arp(frame, m)) return;
+  if (m.op != kArpOpRequest && m.op != kArpOpReply) fail("accepted an ARP opcode other than 1 and 2");
+  if ((m.sender_mac[0] & 1u) != 0) fail("accepted a multicast ARP sender");
+  if (m.sender_mac == MacAddress{}) fail("accepted a zero ARP sender");
+  if (frame.size() < kArpFrameLen) fail("parsed a truncated ARP frame");
+
+  using rma::roce::rc::NeighbourTable;
+  const auto now = NeighbourTable::Clock::now();
+  MacAddress mac{};
+  NeighbourTable asked(4);
+  const bool can_ask = m.sender_ip != 0 && m.sender_ip != m.target_ip;
+  if (can_ask && asked.resolve(m.sender_ip, now, mac) != NeighbourTable::Step::kSendRequest) {
+    fail("a new address is not asked for at once");
+  }
+  const MacAddress ours = m.target_mac;
+  const bool believed = asked.on_reply(m, ours, m.target_ip);
+  const bool addressed = m.op == kArpOpReply && m.eth_dst == ours && m.eth_src == m.sender_mac;
+  if (believed != (can_ask && addressed)) fail("neighbour table belief differs from the rule");
+  if (believed) {
+    if (asked.resolve(m.sender_ip, now, mac) != NeighbourTable::Step::kResolved || mac != m.sender_mac) {
+      fail("a believed reply did not resolve the address to its sender");
+    }
+    ArpMessage second = m;
+    second.sender_mac[5] ^= 0x10;
+    second.eth_src = second.sender_mac;
+    if (asked.on_reply(second, ours, m.target_ip)) fail("a second answer replaced the first");
+  }
+  NeighbourTable never_asked(4);
+  if (never_asked.on_reply(m, ours, m.target_ip)) fail("believed an unsolicited reply");
+  if (never_asked.size() != 0) fail("a reply created an entry");
+}
+
 void check(std::span<const std::uint8_t> frame) {
   check_arp(frame);
+  check_arp_reply(frame);
   Packet p;
   const ParseError e = parse_packet(frame, p);
   if (static_cast<int>(e) >= static_cast<int>(ParseError::kCount)) fail("error out of range");

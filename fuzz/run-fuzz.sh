@@ -2,7 +2,9 @@
 # Builds a libFuzzer target with clang++ and runs it for a bounded number of
 # inputs (at most RMA_FUZZ_MAX_TIME seconds, default 60).
 #   fuzz/run-fuzz.sh [parse|rc_state] [runs]
-#     parse     the RoCE v2 parser (dpdk/wire); default 200000 inputs
+#     parse     the RoCE v2 parser and the ARP parser with the neighbour
+#               table's reply checks (dpdk/wire, dpdk/rc/neighbour_table);
+#               default 200000 inputs
 #     rc_state  the RC engine, stateful: a requester and a responder QP over
 #               an in-memory link, frames and control-path events
 #               (fuzz/rc_state_fuzz.cpp); default 3000 inputs
@@ -44,13 +46,17 @@ wire="$root/dpdk/wire/opcodes.cpp $root/dpdk/wire/addressing.cpp $root/dpdk/wire
 echo "run-fuzz: building $out/${target}_fuzz"
 if [ "$target" = parse ]; then
   # shellcheck disable=SC2086
-  "$cxx" $flags -I"$root/dpdk" -I"$root/include" "$here/parse_fuzz.cpp" $wire -lisal -o "$out/parse_fuzz"
+  "$cxx" $flags -I"$root/dpdk" -I"$root/include" "$here/parse_fuzz.cpp" $wire "$root/dpdk/rc/neighbour_table.cpp" \
+    -lisal -o "$out/parse_fuzz"
   # Seeds: valid RoCE v2 frames built by scapy (see tests/dpdk/wire/icrc_test.cpp).
   seed() { printf '%s' "$2" | xxd -r -p > "$out/corpus-parse/seed-$1" 2>/dev/null || \
     python3 -c "import sys; open(sys.argv[1],'wb').write(bytes.fromhex(sys.argv[2]))" "$out/corpus-parse/seed-$1" "$2"; }
   seed write_only 02000000000202000000000108004502004412344000401114710a0000010a000002c12312b7003000000a30ffff8000012380abcdef00007f0012345678abcd12340000000568656c6c6f0000007391f66d
   seed ack 02000000000202000000000108004500003000014000ff1167b90a0000010a000002c00012b7001c00001100ffff00ffffff000000011f0000077c955ca3
   seed cmp_swap 020000000002020000000001080045b80048beef40000311a3fb0a0000010a000002ffff12b70034000013c080014000004200ffffff000000000000100055aa55aa01020304050607081112131415161718699146ba
+  # ARP: a request for 169.254.1.2 and its reply (tests/dpdk/wire/arp_test.cpp).
+  seed arp_request ffffffffffff06123456000108060001080006040001061234560001a9fe0101000000000000a9fe0102000000000000000000000000000000000000
+  seed arp_reply 06123456000106123456000208060001080006040002061234560002a9fe0102061234560001a9fe0101000000000000000000000000000000000000
   max_len=4200
 else
   # The RC engine with what it needs of the engine core (Status, the post
@@ -59,6 +65,7 @@ else
   # shellcheck disable=SC2086
   "$cxx" $flags -I"$root/dpdk" -I"$root/include" -I"$root/engine" "$here/rc_state_fuzz.cpp" $wire \
     "$root/dpdk/wire/pcap_writer.cpp" "$root/dpdk/rc/types.cpp" "$root/dpdk/rc/engine.cpp" \
+    "$root/dpdk/rc/neighbour_table.cpp" \
     "$root/dpdk/rc/qp.cpp" "$root/dpdk/rc/requester.cpp" "$root/dpdk/rc/completer.cpp" \
     "$root/dpdk/rc/responder.cpp" "$root/engine/status.cpp" \
     "$root/engine/provider_checks.cpp" "$root/engine/contract.cpp" "$root/engine/swkit/secure_random.cpp" \

@@ -189,8 +189,8 @@ FaultLinkPair make_fault_link_pair(const FaultConfig& faults, LinkEndpointConfig
     shared->dir[side].rng.seed(faults.seed * 2 + static_cast<std::uint64_t>(side));
   }
   FaultLinkPair p;
-  p.a = std::make_unique<FaultLink>(shared, 0, LinkInfo{a.name, a.mac, a.ipv4, a.max_frame});
-  p.b = std::make_unique<FaultLink>(shared, 1, LinkInfo{b.name, b.mac, b.ipv4, b.max_frame});
+  p.a = std::make_unique<FaultLink>(shared, 0, LinkInfo{a.name, a.mac, a.ipv4, a.max_frame, a.neighbours_by_arp});
+  p.b = std::make_unique<FaultLink>(shared, 1, LinkInfo{b.name, b.mac, b.ipv4, b.max_frame, b.neighbours_by_arp});
   return p;
 }
 

@@ -45,6 +45,7 @@ struct LinkEndpointConfig {
   MacAddress mac{};
   std::uint32_t ipv4 = 0;        // host byte order
   std::uint32_t max_frame = 4096 + 128;
+  bool neighbours_by_arp = false;  // LinkInfo::neighbours_by_arp (tests of ARP resolution)
 };
 
 class FaultLink;

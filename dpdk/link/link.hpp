@@ -27,6 +27,13 @@ struct LinkInfo {
   MacAddress mac{};
   std::uint32_t ipv4 = 0;      // host byte order; 0 = none configured
   std::uint32_t max_frame = 0; // largest frame it carries, Ethernet header included
+  // How a device finds a peer's MAC. False: the link leads to exactly the
+  // peers it was built for (memif, ring, a memif mesh, test links), and the
+  // MAC in the peer's endpoint address is the one to use. True: a shared
+  // Ethernet segment (a kernel interface: af_packet, af_xdp, tap, pci),
+  // where the next hop to a peer's IPv4 is found by ARP (NeighbourTable),
+  // as a kernel's IP stack finds it.
+  bool neighbours_by_arp = false;
 };
 
 struct LinkCounters {

@@ -203,7 +203,17 @@ Status DpdkPort::configure() {
   if (rc != 0) return io_error(n + ": rte_eth_tx_queue_setup failed: " + rte_err(rc), 0);
 
   rte_ether_addr addr{};
-  if (spec_.mac) {
+  // af_packet and af_xdp share a kernel interface with the host (and with
+  // other ranks): the interface keeps its MAC and its flags, and a MAC of
+  // our own only joins its unicast filter (unicast_filter.hpp). DPDK's
+  // af_packet driver would otherwise set it on the interface itself, and
+  // its promiscuous switch is one flag for everybody, cleared by whoever
+  // closes first.
+  const bool shared_iface = spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp;
+  if (spec_.mac && shared_iface) {
+    std::memcpy(addr.addr_bytes, spec_.mac->data(), 6);
+    RMA_RETURN_IF_ERROR(unicast_.add(n, spec_.name, *spec_.mac));
+  } else if (spec_.mac) {
     std::memcpy(addr.addr_bytes, spec_.mac->data(), 6);
     rc = rte_eth_dev_default_mac_addr_set(port_id_, &addr);
     if (rc != 0) RMA_LOG_DEBUG("softroce: %s: PMD did not take MAC from the spec (%d); using it anyway", n.c_str(), rc);
@@ -215,7 +225,7 @@ Status DpdkPort::configure() {
     }
   }
   std::memcpy(info_.mac.data(), addr.addr_bytes, 6);
-  (void)rte_eth_promiscuous_enable(port_id_);  // frames for a MAC the PMD does not know
+  if (!shared_iface) (void)rte_eth_promiscuous_enable(port_id_);  // frames for a MAC the PMD does not know
 
   // A memif client cannot start while no server listens on the socket:
   // retry until the link wait runs out, so either side may start first.

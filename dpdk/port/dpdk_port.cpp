@@ -210,16 +210,21 @@ DpdkObjectCounts dpdk_object_counts() noexcept {
   return c;
 }
 
+Result<std::unique_ptr<Link>> open_dpdk_port(PortSpec spec) {
+  auto p = std::make_unique<DpdkPort>(std::move(spec));
+  Status st = p->open();
+  if (!st.ok()) return st;  // ~DpdkPort releases what open() created
+  return std::unique_ptr<Link>(std::move(p));
+}
+
 }  // namespace port
 
 Result<std::unique_ptr<Link>> open_port(std::string_view spec) {
   RMA_ASSIGN_OR_RETURN(port::PortSpec ps, port::parse_port_spec(spec));
   RMA_RETURN_IF_ERROR(ensure_eal().with_context("open_port(" + std::string(spec) + ")"));
   if (ps.kind == port::PortKind::kMemifMesh) return port::open_memif_mesh(ps);
-  auto p = std::make_unique<port::DpdkPort>(std::move(ps));
-  Status st = p->open();
-  if (!st.ok()) return st;  // ~DpdkPort releases what open() created
-  return std::unique_ptr<Link>(std::move(p));
+  if (port::is_bridged(ps)) return port::open_bridged_port(ps);
+  return port::open_dpdk_port(std::move(ps));
 }
 
 }  // namespace rma::roce

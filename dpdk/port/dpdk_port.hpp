@@ -23,6 +23,7 @@
 #include "port/dpdk_objects.hpp"
 #include "port/port_link.hpp"
 #include "port/spec.hpp"
+#include "port/unicast_filter.hpp"
 
 namespace rma::roce::port {
 
@@ -34,6 +35,9 @@ class DpdkPort final : public PortLink {
   explicit DpdkPort(PortSpec spec) : spec_(std::move(spec)) {
     info_.name = spec_.canonical();
     info_.ipv4 = spec_.ipv4;
+    // A kernel interface is a segment shared with others: peers by ARP.
+    info_.neighbours_by_arp = spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp ||
+                              spec_.kind == PortKind::kTap || spec_.kind == PortKind::kPci;
     open_link_count().fetch_add(1);
   }
   ~DpdkPort() override {
@@ -92,9 +96,15 @@ class DpdkPort final : public PortLink {
   bool got_fin_ack_ = false;
   bool passive_ = false;  // answered the peer's FIN: wait for its disconnect
 
+  UnicastFilter unicast_;  // af_packet/af_xdp with mac=: the interface accepts our MAC
+
   std::vector<std::uint8_t> scratch_;
   std::array<rte_mbuf*, kBurst> mbufs_{};
   std::array<std::uint16_t, kBurst> index_{};
 };
+
+// Opens one DPDK port (every kind but the composed ones, memif-mesh and
+// bridged, which mesh_port.cpp builds from these).
+Result<std::unique_ptr<Link>> open_dpdk_port(PortSpec spec);
 
 }  // namespace rma::roce::port

@@ -13,6 +13,7 @@ constexpr std::string_view kGrammar =
     "valid port specs: memif:server:<socket>[,rsize=N][,bsize=N][,wait=MS] | "
     "memif:client:<socket>[,...same] | ring:<name> | "
     "af_packet:<ifname>[,framesz=N][,blocksz=N][,framecnt=N] | af_xdp:<ifname> | tap:<ifname> | "
+    "(af_packet and af_xdp also: ,mesh=<job>,mesh_rank=R,mesh_size=N with ip= and mac=) | "
     "pci:<domain:bus:dev.fn> | memif-mesh:<job>,rank=R,size=N[,rsize=N][,bsize=N][,wait=MS] ; "
     "every kind but memif-mesh also takes ,ip=a.b.c.d and ,mac=xx:xx:xx:xx:xx:xx";
 
@@ -92,6 +93,9 @@ std::string PortSpec::canonical() const {
   if (kind == PortKind::kMemif) s += memif_server ? "server:" : "client:";
   s += name;
   if (kind == PortKind::kMemifMesh) s += ",rank=" + std::to_string(rank) + ",size=" + std::to_string(size);
+  if (!mesh.empty()) {
+    s += ",mesh=" + mesh + ",mesh_rank=" + std::to_string(rank) + ",mesh_size=" + std::to_string(size);
+  }
   return s;
 }
 
@@ -191,7 +195,7 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
   }
   out.name = std::string(rest);
 
-  bool have_rank = false;
+  bool have_rank = false, have_mesh_rank = false;
   for (std::size_t i = 1; i < fields.size(); ++i) {
     std::string_view opt = fields[i];
     std::size_t eq = opt.find('=');
@@ -213,6 +217,33 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
       continue;
     }
     if (out.kind == PortKind::kMemifMesh && key == "size") {
+      auto r = parse_u32(key, val, 1, kMaxMeshSize);
+      if (!r.ok()) return bad(r.status());
+      out.size = *r;
+      continue;
+    }
+    const bool kernel_shared = out.kind == PortKind::kAfPacket || out.kind == PortKind::kAfXdp;
+    if (kernel_shared && key == "mesh") {
+      if (val.empty() || val.size() > 80) {
+        return invalid_argument(quoted + "option mesh='" + std::string(val) + "' must name the job in 1..80 characters");
+      }
+      for (char c : val) {
+        if (!valid_name_char(c, PortKind::kMemifMesh)) {
+          return invalid_argument(quoted + "option mesh='" + std::string(val) +
+                                  "' may contain only letters, digits, '_', '-', '.' and '/'");
+        }
+      }
+      out.mesh = std::string(val);
+      continue;
+    }
+    if (kernel_shared && key == "mesh_rank") {
+      auto r = parse_u32(key, val, 0, kMaxMeshSize - 1);
+      if (!r.ok()) return bad(r.status());
+      out.rank = *r;
+      have_mesh_rank = true;
+      continue;
+    }
+    if (kernel_shared && key == "mesh_size") {
       auto r = parse_u32(key, val, 1, kMaxMeshSize);
       if (!r.ok()) return bad(r.status());
       out.size = *r;
@@ -269,6 +300,25 @@ Result<PortSpec> parse_port_spec(std::string_view spec) {
     out.mac = mesh_mac(out.rank);
     out.ipv4 = mesh_ipv4(out.rank);
   }
+  if (out.kind == PortKind::kAfPacket || out.kind == PortKind::kAfXdp) {
+    const bool any_mesh = !out.mesh.empty() || have_mesh_rank || out.size != 0;
+    if (any_mesh && (out.mesh.empty() || !have_mesh_rank || out.size == 0)) {
+      return invalid_argument(quoted + "mesh=<job>, mesh_rank=R and mesh_size=N go together (the ranks of this host, R "
+                              "below N, N 1.." + std::to_string(kMaxMeshSize) + ")");
+    }
+    if (any_mesh && out.rank >= out.size) {
+      return invalid_argument(quoted + "mesh_rank " + std::to_string(out.rank) + " is not below mesh_size " +
+                              std::to_string(out.size));
+    }
+    if (any_mesh && (!out.mac || out.ipv4 == 0)) {
+      return invalid_argument(quoted + "mesh= needs this rank's own ip= and mac=: every rank sharing the interface is "
+                              "a NIC of its own, told apart by its addresses");
+    }
+    if (any_mesh) {
+      out.memif_rsize = 9;       // as a memif-mesh: size - 1 links per process
+      out.link_wait_ms = 30000;  // the other ranks of this host start in any order
+    }
+  }
   if (out.kind == PortKind::kAfPacket) {
     if (out.blocksz % 4096 != 0 || out.blocksz < out.framesz || out.blocksz % out.framesz != 0 ||
         (out.framesz & (out.framesz - 1)) != 0) {
@@ -306,12 +356,18 @@ std::string mesh_socket(std::string_view job, std::uint32_t a, std::uint32_t b) 
   return std::string(job) + "." + std::to_string(std::min(a, b)) + "." + std::to_string(std::max(a, b));
 }
 
+bool is_bridged(const PortSpec& spec) noexcept {
+  return (spec.kind == PortKind::kAfPacket || spec.kind == PortKind::kAfXdp) && !spec.mesh.empty();
+}
+
 std::string mesh_member_spec(const PortSpec& mesh, std::uint32_t peer) {
-  const MacAddress m = mesh_mac(mesh.rank);
+  const bool bridged = is_bridged(mesh);
+  const MacAddress m = bridged ? *mesh.mac : mesh_mac(mesh.rank);
   char mac[24];
   std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-  const std::uint32_t ip = mesh_ipv4(mesh.rank);
-  return std::string("memif:") + (mesh.rank < peer ? "server:" : "client:") + mesh_socket(mesh.name, mesh.rank, peer) +
+  const std::uint32_t ip = bridged ? mesh.ipv4 : mesh_ipv4(mesh.rank);
+  const std::string& job = bridged ? mesh.mesh : mesh.name;
+  return std::string("memif:") + (mesh.rank < peer ? "server:" : "client:") + mesh_socket(job, mesh.rank, peer) +
          ",rsize=" + std::to_string(mesh.memif_rsize) + ",bsize=" + std::to_string(mesh.memif_bsize) +
          ",wait=" + std::to_string(mesh.rank < peer ? 0 : mesh.link_wait_ms) + ",mac=" + mac + ",ip=" + std::to_string(ip >> 24) + "." +
          std::to_string((ip >> 16) & 255) + "." + std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);

@@ -13,6 +13,12 @@
 //   af_xdp:<ifname>    DPDK net_af_xdp on queue 0 of a kernel interface (root); a
 //                      frame must fit a 4 KiB umem frame (path MTU 2048), and
 //                      the default XDP program takes every frame of the queue
+//       Both kinds also take mesh=<job>,mesh_rank=R,mesh_size=N (with ip= and
+//       mac=, which each rank must have of its own): the ranks of one host
+//       share the interface to reach other hosts and reach each other over
+//       memif links (abstract sockets <job>.<i>.<j>, local ranks i < j, the
+//       lower serves), routed by destination MAC, learned by ARP
+//       (open_bridged_port, mesh_port.hpp).
 //   tap:<ifname>       creates a tap interface (root/CAP_NET_ADMIN); max frame 1518
 //   pci:<bdf>          a NIC bound to a DPDK driver, e.g. pci:0000:3b:00.0
 //   memif-mesh:<job>,rank=R,size=N[,rsize=..][,bsize=..][,wait=..]
@@ -50,8 +56,10 @@ struct PortSpec {
   std::uint32_t memif_rsize = 10;     // log2 of ring slots
   std::uint32_t memif_bsize = 9216;   // bytes per descriptor buffer = max frame (see dpdk_port.cpp)
   std::uint32_t link_wait_ms = 10000; // open_port waits this long for link up
-  // memif-mesh
+  // memif-mesh; af_packet/af_xdp with mesh= (then `mesh` names the memif
+  // sockets, rank and size are the local rank and the ranks on this host)
   std::uint32_t rank = 0, size = 0;
+  std::string mesh;
   // af_packet
   std::uint32_t framesz = 8192;
   std::uint32_t blocksz = 16384;
@@ -86,7 +94,12 @@ std::string mesh_socket(std::string_view job, std::uint32_t a, std::uint32_t b);
 // The memif spec that mesh.rank opens to reach rank `peer`. The lower rank
 // serves and opens without waiting (wait=0; open_memif_mesh waits for its
 // links after connecting its clients); the client waits up to mesh's wait.
+// A memif-mesh's member carries the rank's derived addresses; a bridged
+// kernel port's member (mesh=) the port's own ip= and mac=.
 std::string mesh_member_spec(const PortSpec& mesh, std::uint32_t peer);
+// True for a port on a kernel interface that shares it with the ranks of
+// its host (af_packet or af_xdp with mesh=).
+bool is_bridged(const PortSpec& spec) noexcept;
 
 Result<std::uint32_t> parse_ipv4(std::string_view text);  // host byte order
 Result<MacAddress> parse_mac(std::string_view text);

@@ -59,6 +59,10 @@ std::vector<CounterSample> device_samples(const roce::rc::DeviceCounters& d, con
   add(out, "oversized_frames_dropped", d.oversized_frames);
   add(out, "not_for_us", d.not_for_us);
   add(out, "arp_requests_answered", d.arp_requests_answered);
+  add(out, "arp_requests_sent", d.arp_requests_sent);
+  add(out, "arp_replies_accepted", d.arp_replies_accepted);
+  add(out, "arp_replies_ignored", d.arp_replies_ignored);
+  add(out, "arp_address_conflicts", d.arp_address_conflicts);
   // A frame that is not RoCE v2 at all (IPv6 neighbour discovery, ARP, other
   // UDP traffic on a shared interface) is somebody else's, not a malformed
   // one of ours: the two sums are kept apart.

@@ -9,12 +9,14 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include "provider/counter_samples.hpp"
 #include "provider/progress_thread.hpp"
 #include "provider/softroce_device.hpp"
 #include "rma/sdk/provider_checks.hpp"
 #include "rc/engine.hpp"
+#include "rc/neighbour_table.hpp"
 #include "rc/qp.hpp"
 #include "rma/sdk/text.hpp"
 #include "swkit/caps.hpp"
@@ -91,6 +93,43 @@ class DeviceImpl final : public SoftRoceDevice, public std::enable_shared_from_t
   void progress() override {
     std::lock_guard lock(engine_->mutex());
     engine_->progress();
+  }
+  // The MAC of peer `ip` on this device's segment, by ARP: asks, progresses
+  // the device (which sends the request and receives the answer) and asks
+  // again, releasing the device lock in between so the progress thread and
+  // other callers run, until an answer or options_.arp_timeout_ms.
+  Result<roce::MacAddress> resolve_neighbour(std::uint32_t ip) {
+    using Clock = std::chrono::steady_clock;
+    const auto limit = std::chrono::milliseconds(options_.arp_timeout_ms);
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      roce::MacAddress mac{};
+      roce::rc::NeighbourTable::Step step;
+      {
+        std::lock_guard lock(engine_->mutex());
+        step = engine_->resolve_neighbour(ip, mac);
+        if (step != roce::rc::NeighbourTable::Step::kResolved) engine_->progress();
+      }
+      if (step == roce::rc::NeighbourTable::Step::kResolved) return mac;
+      if (step == roce::rc::NeighbourTable::Step::kFull) {
+        return resource_exhausted("softroce: " + engine_->link_info().name + ": cannot resolve peer " + ip_text(ip) +
+                                  ": the neighbour table holds " + dec(engine_->options().max_neighbours) +
+                                  " addresses already");
+      }
+      if (Clock::now() >= deadline) {
+        std::uint32_t asked = 0;
+        {
+          std::lock_guard lock(engine_->mutex());
+          asked = engine_->arp_requests_sent_to(ip);
+        }
+        return timeout_error("softroce: port " + engine_->link_info().name + ": no ARP reply from peer " +
+                             ip_text(ip) + " within " + dec(options_.arp_timeout_ms) +
+                             " ms (RMA_SOFTROCE_ARP_TIMEOUT_MS; " + dec(asked) +
+                             " requests sent): the peer is not running, or this port's interface does not reach "
+                             "it (is it on the same Ethernet segment?)");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
   roce::rc::Engine& engine() noexcept { return *engine_; }
   Status start_progress_thread() {
@@ -241,6 +280,22 @@ class QpImpl final : public QueuePair {
     peer.qpn = f.qpn;
     peer.psn = f.psn;
     peer.mtu = f.mtu;
+    DeviceImpl& dev = pd_->dev();
+    const roce::LinkInfo& li = engine().link_info();
+    if (li.neighbours_by_arp && f.ipv4 == li.ipv4) {
+      // A QP of this device: its link's loopback, nobody to ask.
+      peer.mac = li.mac;
+    } else if (li.neighbours_by_arp && dev.options().arp_timeout_ms != 0) {
+      {
+        // Only a RESET QP connects (its error says so); nothing to resolve otherwise.
+        std::lock_guard lock(engine().mutex());
+        if (qp_->state() != QpState::kReset) return qp_->connect(peer);
+      }
+      // On a shared segment the next hop is whoever answers ARP for the
+      // peer's address, not the MAC the peer announced (a NIC behind a
+      // bridge or a changed MAC would get nothing).
+      RMA_ASSIGN_OR_RETURN(peer.mac, dev.resolve_neighbour(f.ipv4));
+    }
     std::lock_guard lock(engine().mutex());
     return qp_->connect(peer);
   }
@@ -437,7 +492,6 @@ Result<std::shared_ptr<Device>> open_softroce_device(std::unique_ptr<roce::Link>
   d.gid = roce::ipv4_gid(li.ipv4);
   d.mac = li.mac;
   d.caps = softroce_caps(mtu, eo.max_qp);
-  (void)ip_text;
   const bool background = options.progress_interval_us != 0;
   auto dev = std::make_shared<DeviceImpl>(std::move(d), std::move(engine), std::move(options));
   if (background) RMA_RETURN_IF_ERROR(dev->start_progress_thread());

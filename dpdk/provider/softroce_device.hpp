@@ -44,6 +44,16 @@ struct DeviceOptions {
   // Background progress when idle this long (RMA_SOFTROCE_PROGRESS_US for
   // the provider's devices); 0 = no thread, progress only from calls.
   std::uint32_t progress_interval_us = 0;
+  // Peers on a link that finds them by ARP (LinkInfo::neighbours_by_arp:
+  // a kernel interface): connect() resolves the peer's IPv4 to the MAC of
+  // the station that answers, waiting at most this long, and fails naming
+  // the port, the peer and this timeout when nobody does. 0: no ARP, the
+  // MAC in the peer's endpoint address is used (how devices opened
+  // directly on a link behave unless told; the provider's devices take
+  // RMA_SOFTROCE_ARP_TIMEOUT_MS). Links that find no peer by ARP (memif,
+  // ring, a memif mesh) always use the endpoint address, and a QP
+  // connected to its own device's address uses the device's own MAC.
+  std::uint32_t arp_timeout_ms = 0;
 };
 
 // Extra surface of a softroce device beyond rma::Device.

@@ -11,8 +11,10 @@
 #include <string>
 
 #include "link/lossy_link.hpp"
+#include "link/mesh_link.hpp"
 #include "port/port.hpp"
 #include "port/spec.hpp"
+#include "provider/job_port.hpp"
 #include "provider/softroce_device.hpp"
 #include "rc/qp.hpp"
 #include "rma/sdk/config.hpp"
@@ -30,6 +32,7 @@ constexpr const char* kRetryVar = "RMA_SOFTROCE_RETRY_CNT";
 constexpr const char* kRnrRetryVar = "RMA_SOFTROCE_RNR_RETRY";
 constexpr const char* kProgressVar = "RMA_SOFTROCE_PROGRESS_US";
 constexpr const char* kLossVar = "RMA_SOFTROCE_LOSS";
+constexpr const char* kArpTimeoutVar = "RMA_SOFTROCE_ARP_TIMEOUT_MS";
 constexpr const char* kDeviceName = "softroce0";
 
 Status declare_variables() {
@@ -38,7 +41,12 @@ Status declare_variables() {
                                        "DPDK port of the softroce provider: memif:server:<sock>, "
                                        "memif:client:<sock>, af_packet:<if>, tap:<if>, ring:<name>, "
                                        "pci:<bdf>, memif-mesh:<job>,rank=R,size=N; options ,ip=a.b.c.d "
-                                       ",mac=xx:..:xx. Unset under rmarun or a PMIx launcher (mpirun, srun): a memif mesh of the job's ranks"}));
+                                       ",mac=xx:..:xx. Unset under rmarun or a PMIx launcher (mpirun, srun): a memif mesh of the job's ranks "
+                                       "on one host; across hosts af_packet on the interface that reaches them, peers by ARP"}));
+  RMA_RETURN_IF_ERROR(config::declare({kArpTimeoutVar, "3000",
+                                       "softroce: milliseconds a connect waits for the ARP reply that gives a peer's "
+                                       "MAC on a kernel interface port (af_packet, af_xdp, tap, pci), asking again after "
+                                       "10, 20, 40 .. 500 ms; 0 = no ARP, use the MAC of the peer's endpoint address"}));
   RMA_RETURN_IF_ERROR(config::declare({kProgressVar, "200",
                                        "softroce: a background thread progresses the device after this "
                                        "many microseconds without progress (a target answers while its "
@@ -55,7 +63,8 @@ Status declare_variables() {
                                        "recovery); counted as link_tx_loss_injected; 0 = off"}));
   RMA_RETURN_IF_ERROR(config::declare({kTimeoutVar, "",
                                        "softroce local ACK timeout code 0..31 (4.096 us * 2^code, 0 = "
-                                       "infinite) for QPs that keep the default (14); empty = 14"}));
+                                       "infinite) for QPs that keep the default (14); empty = 14, or 18 when the port "
+                                       "was chosen for a job across hosts"}));
   RMA_RETURN_IF_ERROR(config::declare({kRetryVar, "",
                                        "softroce transport retry count 0..7 for QPs that keep the "
                                        "default (7); empty = 7"}));
@@ -76,85 +85,25 @@ Result<std::optional<std::uint8_t>> configured_code(const char* var, std::uint64
   return std::optional<std::uint8_t>{static_cast<std::uint8_t>(v)};
 }
 
-// A memif mesh's name for a job: FNV-1a of what identifies the job, so that
-// concurrent jobs on one machine never meet.
-std::string mesh_name(const char* prefix, const char* job) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const char* p = job; *p != '\0'; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
-  char name[40];
-  std::snprintf(name, sizeof name, "%s-%016llx", prefix, static_cast<unsigned long long>(h));
-  return name;
-}
-
-const char* env_or_null(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : nullptr;
-}
-
-// The job's size under a PMIx launcher, from what the launcher puts in every
-// rank's environment (PMIx itself has no such variable): Open MPI's
-// mpirun/prterun, Slurm's srun, or a PMI-style launcher.
-const char* pmix_job_size() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "PMI_SIZE"}) {
-    if (const char* v = env_or_null(var)) return v;
-  }
-  return nullptr;
-}
-
-// True when the launcher says the job's ranks are on more than one host.
-bool pmix_job_spans_hosts(const char* job_size) {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
-    if (const char* local = env_or_null(var)) return std::strcmp(local, job_size) != 0;
-  }
-  for (const char* var : {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"}) {
-    if (const char* nodes = env_or_null(var)) return std::strcmp(nodes, "1") != 0;
-  }
-  return false;
-}
-
-// With no RMA_SOFTROCE_PORT, the port comes from the job itself:
-// - under rmarun (RMA_RANK, RMA_SIZE, RMA_BOOTSTRAP_ADDR): a memif mesh of the
-//   job's ranks, named after the job's bootstrap socket;
-// - under a PMIx launcher (PMIX_NAMESPACE, PMIX_RANK and a job size): a memif
-//   mesh named after the PMIx namespace, when every rank is on this host; a
-//   job across hosts needs an interface that reaches them, which is an error
-//   naming RMA_SOFTROCE_PORT rather than a mesh that would wait for ranks
-//   that never come.
-Result<std::optional<std::string>> launcher_mesh_spec() {
-  const char* rank = env_or_null("RMA_RANK");
-  const char* size = env_or_null("RMA_SIZE");
-  const char* job = env_or_null("RMA_BOOTSTRAP_ADDR");
-  if (rank != nullptr && size != nullptr && job != nullptr) {
-    return std::optional<std::string>{"memif-mesh:" + mesh_name("rma-job", job) + ",rank=" + rank + ",size=" + size};
-  }
-  const char* ns = env_or_null("PMIX_NAMESPACE");
-  const char* pmix_rank = env_or_null("PMIX_RANK");
-  if (ns == nullptr || pmix_rank == nullptr) return std::optional<std::string>{};
-  const char* pmix_size = pmix_job_size();
-  if (pmix_size == nullptr) {
-    return invalid_argument(std::string("softroce: started by a PMIx launcher (namespace ") + ns +
-                            ") that does not say the job's size (OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or PMI_SIZE): "
-                            "set RMA_SOFTROCE_PORT (memif-mesh:<job>,rank=R,size=N on one host, "
-                            "af_packet:<interface> across hosts)");
-  }
-  if (pmix_job_spans_hosts(pmix_size)) {
-    return invalid_argument(std::string("softroce: the job's ") + pmix_size +
-                            " ranks are spread over several hosts, and a memif mesh only joins the ranks of one "
-                            "host: set RMA_SOFTROCE_PORT=af_packet:<interface that reaches the other hosts>");
-  }
-  return std::optional<std::string>{"memif-mesh:" + mesh_name("rma-pmix", ns) + ",rank=" + pmix_rank +
-                                    ",size=" + pmix_size};
-}
-
-// The port spec: RMA_SOFTROCE_PORT when set, else the launcher's mesh, else
-// the default.
-Result<std::string> port_spec() {
+// The port: RMA_SOFTROCE_PORT when set, else the job's (job_port.hpp), else
+// the default; `where` says which, for messages.
+struct ChosenPort {
+  std::string spec;
+  std::string where;
+  std::optional<std::uint8_t> ack_timeout;  // JobPort::ack_timeout
+};
+Result<ChosenPort> port_spec() {
   const char* set = std::getenv(kPortVar);
   if (set == nullptr || *set == '\0') {
-    RMA_ASSIGN_OR_RETURN(std::optional<std::string> mesh, launcher_mesh_spec());
-    if (mesh) return *mesh;
+    RMA_ASSIGN_OR_RETURN(std::optional<JobPort> job, job_port());
+    if (job) {
+      return ChosenPort{job->spec,
+                        "softroce: port \"" + job->spec + "\" (" + kPortVar + " is unset; chosen for " + job->why + ")",
+                        job->ack_timeout};
+    }
   }
-  return config::get_string(kPortVar);
+  RMA_ASSIGN_OR_RETURN(std::string spec, config::get_string(kPortVar));
+  return ChosenPort{spec, "softroce: " + std::string(kPortVar) + "=\"" + spec + "\"", std::nullopt};
 }
 
 // RMA_SOFTROCE_LOSS: a fraction in [0, 0.5] (more loss than that is not a
@@ -191,11 +140,9 @@ class SoftRoceProvider final : public Provider {
   Result<std::vector<DeviceInfo>> query_devices() override {
     // Described from the spec: opening a DPDK port (and the EAL) just to
     // list it would be slow and could wait for a memif peer.
-    RMA_ASSIGN_OR_RETURN(std::string spec, port_spec());
-    auto parsed = roce::port::parse_port_spec(spec);
-    if (!parsed.ok()) {
-      return parsed.status().with_context(std::string(kPortVar) + "=\"" + spec + "\"");
-    }
+    RMA_ASSIGN_OR_RETURN(ChosenPort port, port_spec());
+    auto parsed = roce::port::parse_port_spec(port.spec);
+    if (!parsed.ok()) return parsed.status().with_context(port.where);
     RMA_ASSIGN_OR_RETURN(std::uint32_t mtu, configured_mtu());
     if (mtu == 0) {
       const bool small = parsed->kind == roce::port::PortKind::kTap ||
@@ -219,7 +166,7 @@ class SoftRoceProvider final : public Provider {
       return not_found("softroce provider has no device \"" + std::string(name) +
                        "\"; available: " + kDeviceName);
     }
-    RMA_ASSIGN_OR_RETURN(std::string spec, port_spec());
+    RMA_ASSIGN_OR_RETURN(ChosenPort port, port_spec());
     RMA_ASSIGN_OR_RETURN(std::uint32_t mtu, configured_mtu());
     RMA_ASSIGN_OR_RETURN(std::string pcap, config::get_string(kPcapVar));
     RMA_ASSIGN_OR_RETURN(std::uint64_t progress_us, config::get_size(kProgressVar));
@@ -228,17 +175,39 @@ class SoftRoceProvider final : public Provider {
                               ": must be 0 (off) .. 1000000 microseconds");
     }
     RMA_ASSIGN_OR_RETURN(auto timeout, configured_code(kTimeoutVar, 31));
+    if (!timeout) timeout = port.ack_timeout;
     RMA_ASSIGN_OR_RETURN(auto retry_cnt, configured_code(kRetryVar, 7));
     RMA_ASSIGN_OR_RETURN(auto rnr_retry, configured_code(kRnrRetryVar, 7));
-    const std::string where = "softroce: " + std::string(kPortVar) + "=\"" + spec + "\"";
+    RMA_ASSIGN_OR_RETURN(std::uint64_t arp_timeout_ms, config::get_size(kArpTimeoutVar));
+    if (arp_timeout_ms > 600000) {
+      return invalid_argument(std::string(kArpTimeoutVar) + "=" + std::to_string(arp_timeout_ms) +
+                              ": must be 0 (no ARP) .. 600000 milliseconds");
+    }
+    const std::string& where = port.where;
+    auto parsed = roce::port::parse_port_spec(port.spec);
+    if (!parsed.ok()) return parsed.status().with_context(where);
+    if (arp_timeout_ms == 0 && roce::port::is_bridged(*parsed)) {
+      return invalid_argument(where + ": " + kArpTimeoutVar +
+                              "=0 turns ARP off, but this port finds the other ranks of its host by ARP (mesh=): "
+                              "set a timeout (the default is 3000)");
+    }
     RMA_ASSIGN_OR_RETURN(double loss, configured_loss());
-    auto link = roce::open_port(spec);
+    auto link = roce::open_port(port.spec);
     if (!link.ok()) return link.status().with_context(where);
-    std::unique_ptr<roce::Link> port = std::move(link).value();
+    std::unique_ptr<roce::Link> port_link = std::move(link).value();
+    if (port_link->info().neighbours_by_arp && dynamic_cast<roce::MeshLink*>(port_link.get()) == nullptr) {
+      // A kernel interface carries nothing back to its sender: frames to
+      // the device's own MAC (the RMA API's rank-to-itself QP) take the
+      // mesh's loopback, everything else the interface.
+      roce::LinkInfo self = port_link->info();
+      auto looped = roce::MeshLink::create(std::move(self), {}, std::move(port_link));
+      if (!looped.ok()) return looped.status().with_context(where);
+      port_link = std::move(looped).value();
+    }
     if (loss > 0.0) {
       std::uint64_t seed = 0;
       if (::getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) seed = 0;
-      port = std::make_unique<roce::LossyLink>(std::move(port), loss, seed);
+      port_link = std::make_unique<roce::LossyLink>(std::move(port_link), loss, seed);
     }
     DeviceOptions o;
     o.name = kDeviceName;
@@ -248,7 +217,8 @@ class SoftRoceProvider final : public Provider {
     o.retry_cnt = retry_cnt;
     o.rnr_retry = rnr_retry;
     o.progress_interval_us = static_cast<std::uint32_t>(progress_us);
-    auto dev = open_softroce_device(std::move(port), o);
+    o.arp_timeout_ms = static_cast<std::uint32_t>(arp_timeout_ms);
+    auto dev = open_softroce_device(std::move(port_link), o);
     if (!dev.ok()) return dev.status().with_context(where);
     return dev;
   }

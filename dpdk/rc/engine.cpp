@@ -6,8 +6,8 @@
 #include <string>
 
 #include "rc/qp.hpp"
-#include "wire/arp.hpp"
 #include "swkit/secure_random.hpp"
+#include "wire/arp.hpp"
 
 namespace rma::roce::rc {
 
@@ -22,7 +22,7 @@ bool pkey_matches(std::uint16_t a, std::uint16_t b) noexcept {
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Link> link, const EngineOptions& options)
-    : link_(std::move(link)), options_(options) {}
+    : link_(std::move(link)), options_(options), neighbours_(options.max_neighbours) {}
 
 Engine::~Engine() = default;
 
@@ -33,7 +33,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
     return invalid_argument("softroce: path MTU " + std::to_string(mtu) +
                             " must be one of 256, 512, 1024, 2048, 4096");
   }
-  if (options.tx_ring == 0 || options.max_qp == 0 || options.max_qp > (1u << 20) ||
+  if (options.tx_ring == 0 || options.max_qp == 0 || options.max_qp > (1u << 20) || options.max_neighbours > (1u << 20) ||
       options.max_unacked_psns == 0 || options.max_unacked_psns >= (1u << 22) ||
       options.ack_req_every == 0 || options.rx_burst == 0 || options.max_read_request_packets == 0 ||
       options.max_read_request_packets >= (1u << 22)) {
@@ -169,16 +169,24 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
     ++dev_.oversized_frames;
     return;
   }
+  const std::uint32_t own_ip = link_->info().ipv4;
+  // An IPv4 frame for another address is not ours to validate: on an
+  // interface shared with the host and with other ranks (each its own NIC
+  // with its own address) most frames are theirs, and checking their ICRC
+  // would cost every rank the whole interface's traffic.
+  if (const std::uint32_t dst = peek_ipv4_destination(frame); own_ip != 0 && dst != 0 && dst != own_ip) {
+    ++dev_.not_for_us;
+    return;
+  }
   Packet pkt;
   const ParseError err = parse_packet(frame, pkt);
-  if (err == ParseError::kNotIpv4 && answer_arp(frame)) return;
+  if (err == ParseError::kNotIpv4 && handle_arp(frame)) return;
   if (err != ParseError::kOk) {
     const auto i = static_cast<std::size_t>(err);
     if (i < std::size(dev_.parse_errors)) ++dev_.parse_errors[i];
     if (err == ParseError::kBadIcrc) ++dev_.icrc_errors;
     return;
   }
-  const std::uint32_t own_ip = link_->info().ipv4;
   if (own_ip != 0 && pkt.h.dst_ip != own_ip) {
     ++dev_.not_for_us;
     return;
@@ -203,27 +211,65 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
   qp->receive(pkt, frame.size());
 }
 
-// Kernel peers (rxe, a RoCE NIC's driver) resolve our IPv4 with ARP before
-// they send: answer "who has <our address>?" so that they need no static
-// neighbour entry. Anything else ARP is left to the host, as before.
-bool Engine::answer_arp(std::span<const std::uint8_t> frame) noexcept {
-  ArpRequest req;
-  const LinkInfo& li = link_->info();
-  if (li.ipv4 == 0 || !parse_arp_request(frame, req) || req.target_ip != li.ipv4) return false;
-  if (tx_count_ == options_.tx_ring) {  // no slot: the peer asks again
+Engine::TxSlot* Engine::raw_slot() noexcept {
+  if (tx_count_ == options_.tx_ring) {
     ++dev_.tx_ring_full;
-    return true;
+    return nullptr;
   }
   TxSlot& s = tx_[(tx_head_ + tx_count_) % options_.tx_ring];
-  const std::size_t n = build_arp_reply(req, li.mac, {s.head, sizeof s.head});
-  if (n == 0) return true;
-  s.head_len = static_cast<std::uint16_t>(n);
   s.tail_len = 0;
   s.payload_len = 0;
   s.ref = nullptr;
+  return &s;
+}
+
+// Kernel peers (rxe, a RoCE NIC's driver) resolve our IPv4 with ARP before
+// they send: answer "who has <our address>?" so that they need no static
+// neighbour entry. Replies go to the neighbour table, which believes only
+// answers to its own questions (neighbour_table.hpp). Any other ARP is the
+// host's business and counted with the other non-RoCE frames.
+bool Engine::handle_arp(std::span<const std::uint8_t> frame) noexcept {
+  ArpMessage m;
+  const LinkInfo& li = link_->info();
+  if (li.ipv4 == 0 || !parse_arp(frame, m)) return false;
+  if (m.sender_ip == li.ipv4 && m.sender_mac != li.mac) {
+    // Another station uses our address: peers that resolve it may reach
+    // either of us. Counted so that the user can see it (arp_address_conflicts).
+    ++dev_.arp_address_conflicts;
+    return true;
+  }
+  if (m.op == kArpOpReply) {
+    if (neighbours_.on_reply(m, li.mac, li.ipv4)) {
+      ++dev_.arp_replies_accepted;
+    } else {
+      ++dev_.arp_replies_ignored;
+    }
+    return true;
+  }
+  if (m.target_ip != li.ipv4) return false;
+  TxSlot* s = raw_slot();
+  if (s == nullptr) return true;  // no slot: the peer asks again
+  const ArpRequest req{m.sender_mac, m.sender_ip, m.target_ip};
+  const std::size_t n = build_arp_reply(req, li.mac, {s->head, sizeof s->head});
+  if (n == 0) return true;
+  s->head_len = static_cast<std::uint16_t>(n);
   ++tx_count_;
   ++dev_.arp_requests_answered;
   return true;
+}
+
+NeighbourTable::Step Engine::resolve_neighbour(std::uint32_t ip, MacAddress& mac) noexcept {
+  const NeighbourTable::Step step = neighbours_.resolve(ip, Clock::now(), mac);
+  if (step != NeighbourTable::Step::kSendRequest) return step;
+  const LinkInfo& li = link_->info();
+  TxSlot* s = raw_slot();
+  if (s == nullptr) return NeighbourTable::Step::kWait;  // the next retry asks again
+  const std::size_t n = build_arp_request(li.mac, li.ipv4, ip, {s->head, sizeof s->head});
+  if (n == 0) return NeighbourTable::Step::kWait;
+  s->head_len = static_cast<std::uint16_t>(n);
+  ++tx_count_;
+  ++dev_.arp_requests_sent;
+  return NeighbourTable::Step::kSendRequest;
 }
 
 void Engine::progress() noexcept {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "link/link.hpp"
+#include "rc/neighbour_table.hpp"
 #include "rc/types.hpp"
 #include "swkit/id_index.hpp"
 #include "wire/pcap_writer.hpp"
@@ -51,6 +52,7 @@ struct EngineOptions {
   std::uint32_t ack_req_every = 64;      // AckReq at least every this many packets
   std::uint32_t tx_ring = 256;           // transmit slots
   std::uint32_t max_qp = 4096;
+  std::uint32_t max_neighbours = 4096;   // peer IPv4 addresses resolved by ARP (NeighbourTable)
   std::uint32_t rx_burst = 64;           // frames per Link::poll
   std::optional<std::uint32_t> initial_psn;  // tests: every QP sends (and so expects) this first PSN
   std::string pcap_path;                 // capture every frame sent and received (empty: off)
@@ -78,6 +80,14 @@ class Engine final : private FrameSink {
   void remove_qp(std::uint32_t qpn) noexcept;
   RcQp* find_qp(std::uint32_t qpn) const noexcept;
   std::uint32_t initial_psn() noexcept;
+
+  // Neighbour resolution (control path): the MAC of peer `ip` on this
+  // device's segment, learned by ARP (rc/neighbour_table.hpp). Queues an ARP
+  // request when one is due; the caller then runs progress() (which sends
+  // it and receives the reply) and asks again until kResolved or its own
+  // deadline. kFull: the table has no room for another address.
+  NeighbourTable::Step resolve_neighbour(std::uint32_t ip, MacAddress& mac) noexcept;
+  std::uint32_t arp_requests_sent_to(std::uint32_t ip) const noexcept { return neighbours_.requests_sent(ip); }
 
   // Data path: receive, run timers, transmit.
   void progress() noexcept;
@@ -115,8 +125,13 @@ class Engine final : private FrameSink {
 
   Engine(std::unique_ptr<Link> link, const EngineOptions& options);
   void on_frame(std::span<const std::uint8_t> frame) noexcept override;
-  // An ARP request for our IPv4: queues the reply; true when `frame` was one.
-  bool answer_arp(std::span<const std::uint8_t> frame) noexcept;
+  // An ARP frame: answers a request for our IPv4, hands a reply to the
+  // neighbour table, counts a station that claims our address; true when
+  // `frame` was ARP for IPv4 over Ethernet (parse_arp).
+  bool handle_arp(std::span<const std::uint8_t> frame) noexcept;
+  // A transmit slot for a frame built here (ARP), or nullptr when the ring
+  // is full (counted as tx_ring_full).
+  TxSlot* raw_slot() noexcept;
   // Hands built frames to the link; false when it refused some.
   bool flush() noexcept;
   // Copies referenced payloads of frames still in the ring into their slots.
@@ -126,6 +141,7 @@ class Engine final : private FrameSink {
   std::unique_ptr<Link> link_;
   EngineOptions options_;
   KeyTable keys_;
+  NeighbourTable neighbours_;
 
   std::vector<RcQp*> table_;    // QP slots, max_qp of them
   swkit::IdIndex qpns_;         // QPN (random, 24 bits) -> slot

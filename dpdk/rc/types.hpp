@@ -57,8 +57,12 @@ struct DeviceCounters {
   std::uint64_t wrong_peer = 0;                // source IP is not the QP's peer
   std::uint64_t bad_pkey = 0;                  // P_Key does not match the QP's partition
   std::uint64_t oversized_frames = 0;          // longer than the link's max_frame: dropped unparsed
-  std::uint64_t not_for_us = 0;                // destination IP is not ours
+  std::uint64_t not_for_us = 0;                // IPv4 frame for another destination address (not validated)
   std::uint64_t arp_requests_answered = 0;     // "who has <our IPv4>?" answered
+  std::uint64_t arp_requests_sent = 0;         // "who has <peer IPv4>?" asked (neighbour resolution)
+  std::uint64_t arp_replies_accepted = 0;      // replies that taught a peer's MAC
+  std::uint64_t arp_replies_ignored = 0;       // replies not believed (unsolicited, not for us, already answered...)
+  std::uint64_t arp_address_conflicts = 0;     // ARP from another station claiming our IPv4
 };
 
 // ---------------------------------------------------------------- timers

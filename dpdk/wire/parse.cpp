@@ -10,6 +10,12 @@ namespace rma::roce {
 
 using namespace detail;
 
+std::uint32_t peek_ipv4_destination(std::span<const std::uint8_t> frame) noexcept {
+  if (frame.size() < kEthHeaderLen + kIpv4HeaderLen) return 0;
+  if (load_be16(frame.data() + kEthTypeOff) != kEtherTypeIpv4) return 0;
+  return load_be32(frame.data() + kIpOff + kIpDst);
+}
+
 ParseError parse_packet(std::span<const std::uint8_t> frame, Packet& out) noexcept {
   const std::uint8_t* p = frame.data();
   const std::size_t n = frame.size();

@@ -168,6 +168,12 @@ struct Packet {
   std::span<const std::uint8_t> payload;  // without pad and ICRC; points into the frame
 };
 
+// The destination IPv4 address of an Ethernet frame that carries IPv4, read
+// without validating anything else; 0 when the frame is not IPv4 or too
+// short to hold the address. What a receiver on a shared interface looks at
+// before it spends an ICRC on a frame that may be somebody else's.
+std::uint32_t peek_ipv4_destination(std::span<const std::uint8_t> frame) noexcept;
+
 // Parses and validates a whole frame (Ethernet header first, no FCS),
 // including the ICRC. Never reads outside `frame`. Bytes after the IP total
 // length (Ethernet minimum-size padding) are ignored. `out` is written only

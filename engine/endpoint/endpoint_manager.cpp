@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
+
+#include "rma/sdk/wait_backoff.hpp"
 
 namespace rma::endpoint {
 
@@ -28,6 +29,7 @@ StatusCode Endpoint::reserve(bool read_or_atomic) noexcept {
   auto guard = m.lock();
   Clock::time_point start{};
   std::uint32_t spins = 0;
+  WaitBackoff backoff;
   for (;;) {
     if (broken_) return StatusCode::kFailedPrecondition;
     const bool sq_ok = next_seq_ - retired_ < depth_;
@@ -39,7 +41,7 @@ StatusCode Endpoint::reserve(bool read_or_atomic) noexcept {
     if ((++spins & 255u) == 0) {
       if (start == Clock::time_point{}) start = Clock::now();
       else if (m.expired(start)) return StatusCode::kTimeout;
-      std::this_thread::yield();
+      backoff.pause();
     }
   }
 }
@@ -464,6 +466,7 @@ template <typename Done>
 StatusCode EndpointManager::progress_until(Done&& done) noexcept {
   Clock::time_point start{};
   std::uint32_t spins = 0;
+  WaitBackoff backoff;
   for (;;) {
     {
       auto guard = lock();  // once per poll: other threads post meanwhile
@@ -473,7 +476,7 @@ StatusCode EndpointManager::progress_until(Done&& done) noexcept {
     if ((++spins & 255u) == 0) {
       if (start == Clock::time_point{}) start = Clock::now();
       else if (expired(start)) return StatusCode::kTimeout;
-      std::this_thread::yield();
+      backoff.pause();
     }
   }
 }

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "datatype/errors.hpp"
+#include "rma/sdk/wait_backoff.hpp"
 #include "window/context.hpp"
 
 namespace rma::api {
@@ -162,6 +162,7 @@ Status Mailbox::round(const std::vector<int>& members, int me, std::uint64_t com
     const std::uint64_t r = received_[static_cast<std::size_t>(s)];
     const std::uint64_t* c = counter(s);
     const auto start = std::chrono::steady_clock::now();
+    WaitBackoff backoff;
     for (std::uint32_t spin = 0;; ++spin) {
       // progress() first: a software NIC writes on its own thread under the
       // device lock that progress() takes (see rma_win_sync).
@@ -173,7 +174,7 @@ Status Mailbox::round(const std::vector<int>& members, int me, std::uint64_t com
                                                 " (member " + std::to_string(i) +
                                                 ") did not arrive within RMA_WAIT_TIMEOUT_MS");
         }
-        std::this_thread::yield();
+        backoff.pause();
       }
     }
     const std::uint8_t* sl = slot(s, r);

@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
-#include <thread>
 
 #include "datatype/block_cursor.hpp"
 #include "datatype/errors.hpp"
@@ -63,6 +62,7 @@ class AccLock {
   Status acquire(const char* call) {
     const std::uint64_t me = static_cast<std::uint64_t>(win_->rank()) + 1;
     const auto start = std::chrono::steady_clock::now();
+    WaitBackoff backoff;
     for (std::uint32_t spin = 0;; ++spin) {
       RMA_ASSIGN_OR_RETURN(std::uint64_t old,
                            meta_atomic(win_, target_, 1, Opcode::kAtomicCmpSwap, 0, me));
@@ -72,7 +72,7 @@ class AccLock {
                                               std::to_string(target_) + " stayed held by rank " +
                                               std::to_string(old - 1) + " past RMA_WAIT_TIMEOUT_MS");
       }
-      if (spin > 4) yield_to_other_threads();
+      if (spin > 4) yield_to_other_threads(backoff);
     }
     held_ = true;
     return {};
@@ -292,6 +292,7 @@ Status accumulate_words(rma_win_s* win, const char* call, const OpArgs& a, bool 
       continue;
     }
     std::uint64_t expected = 0;
+    WaitBackoff backoff;
     for (std::uint32_t spin = 0;; ++spin) {
       std::uint64_t desired = expected;
       apply_op(op, elem, &desired, &value, 1);
@@ -305,7 +306,7 @@ Status accumulate_words(rma_win_s* win, const char* call, const OpArgs& a, bool 
                                               std::to_string(taddr) +
                                               " kept losing to other origins past RMA_WAIT_TIMEOUT_MS");
       }
-      if (spin > 16) std::this_thread::yield();
+      if (spin > 16) backoff.pause();
     }
     if (result != nullptr) std::memcpy(result, &expected, 8);
   }

@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
-#include <thread>
+
+#include "rma/sdk/wait_backoff.hpp"
 
 namespace rma::api {
 
@@ -107,6 +108,7 @@ Status read_remote_table(rma_win_s* win, int target) {
   const std::size_t words = 2 + 3 * kMaxAttach;
   RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(words * 8));
   Endpoint& ep = win->endpoint(target);
+  WaitBackoff backoff;  // the target is rewriting its table meanwhile
   for (int attempt = 0; attempt < 1000; ++attempt) {
     endpoint::Request r;
     // The table, then its version word again: equal and even = consistent.
@@ -129,7 +131,7 @@ Status read_remote_table(rma_win_s* win, int target) {
     std::uint64_t v2 = 0;
     std::memcpy(&v2, s.b, 8);
     if ((t[0] & 1) != 0 || t[0] != v2) {
-      std::this_thread::yield();
+      backoff.pause();
       continue;
     }
     auto& out = win->remote_tables[static_cast<std::size_t>(target)];

@@ -8,9 +8,9 @@
 // RMA_WAIT_TIMEOUT_MS). Errors go to RMA_COMM_WORLD's handler.
 #include <chrono>
 #include <string>
-#include <thread>
 
 #include "comm/c_call.hpp"
+#include "rma/sdk/wait_backoff.hpp"
 #include "datatype/errors.hpp"
 #include "window/context.hpp"
 
@@ -82,11 +82,12 @@ Status timeout_error(Context& ctx, const char* what) {
 template <typename Pred>
 bool progress_until(Context& ctx, Pred pred) {
   const auto start = std::chrono::steady_clock::now();
+  WaitBackoff backoff;
   for (std::uint32_t spin = 0; !pred(); ++spin) {
     if (ctx.eps().progress() < 0) return pred();
     if ((spin & 63u) == 63u) {
       if (ctx.eps().expired(start)) return pred();
-      std::this_thread::yield();
+      backoff.pause();
     }
   }
   return true;

@@ -71,6 +71,7 @@ std::uint64_t load(const std::uint64_t* w) noexcept { return __atomic_load_n(w, 
 template <typename Pred>
 Status wait_until(rma_win_s* win, Pred pred, const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
+  WaitBackoff backoff;
   for (std::uint32_t spin = 0; !pred(); ++spin) {
     if (win->ctx->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
     if ((spin & 63u) == 63u) {
@@ -79,7 +80,7 @@ Status wait_until(rma_win_s* win, Pred pred, const std::string& what) {
                                               std::to_string(win->ctx->eps().options().timeout.count()) +
                                               " ms)");
       }
-      yield_to_other_threads();  // the other ranks' actions may wait for a thread of ours
+      yield_to_other_threads(backoff);  // the other ranks' actions may wait for a thread of ours
     }
   }
   return {};
@@ -89,6 +90,7 @@ Status acquire_lock(rma_win_s* win, int target, bool exclusive, const char* call
   const auto start = std::chrono::steady_clock::now();
   const std::uint64_t me = static_cast<std::uint64_t>(win->rank()) + 1;
   const std::uint64_t writer = kWriterBit | (me << 32);
+  WaitBackoff backoff;
   for (std::uint32_t spin = 0;; ++spin) {
     std::uint64_t seen = 0;
     if (exclusive) {
@@ -107,7 +109,7 @@ Status acquire_lock(rma_win_s* win, int target, bool exclusive, const char* call
                                             std::to_string(target) + " was not granted within " +
                                             "RMA_WAIT_TIMEOUT_MS (" + holder + ")");
     }
-    if (spin > 4) yield_to_other_threads();
+    if (spin > 4) yield_to_other_threads(backoff);
   }
 }
 

@@ -1,7 +1,5 @@
 #include "window/thread_level.hpp"
 
-#include <thread>
-
 #include "rma/rma.h"
 #include "window/context.hpp"
 
@@ -26,14 +24,14 @@ ApiCallLock::~ApiCallLock() {
   held_->unlock();
 }
 
-void yield_to_other_threads() noexcept {
+void yield_to_other_threads(WaitBackoff& backoff) noexcept {
   std::mutex* m = t_held;
   if (m == nullptr) {
-    std::this_thread::yield();
+    backoff.pause();
     return;
   }
   m->unlock();
-  std::this_thread::yield();
+  backoff.pause();
   m->lock();
 }
 

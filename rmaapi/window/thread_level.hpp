@@ -16,6 +16,8 @@
 
 #include <mutex>
 
+#include "rma/sdk/wait_backoff.hpp"
+
 namespace rma::api {
 
 class Context;
@@ -35,8 +37,9 @@ class ApiCallLock {
 };
 
 // Inside a call waiting for other ranks: lets the other threads of this
-// rank make their calls, then takes the API lock back. A plain yield when
-// the lock is not held (every level but MULTIPLE).
-void yield_to_other_threads() noexcept;
+// rank make their calls, then takes the API lock back. Just the pause of
+// `backoff` (a yield, a sleep once the wait is long) when the lock is not
+// held (every level but MULTIPLE).
+void yield_to_other_threads(WaitBackoff& backoff) noexcept;
 
 }  // namespace rma::api

@@ -95,7 +95,48 @@ INSTANTIATE_TEST_SUITE_P(
                       BadSpec{"memif-mesh:job,rank=0,size=65", "size"},
                       BadSpec{"memif-mesh:job,rank=0,size=2,ip=10.0.0.1", "derives each rank's ip"},
                       BadSpec{"memif-mesh:job,rank=0,size=2,mac=02:00:00:00:00:01", "derives each rank's mac"},
-                      BadSpec{"memif-mesh:job,rank=0,size=2,framesz=4096", "unknown option 'framesz'"}));
+                      BadSpec{"memif-mesh:job,rank=0,size=2,framesz=4096", "unknown option 'framesz'"},
+                      // A kernel interface shared by the ranks of a host (issue 15).
+                      BadSpec{"af_packet:eth0,mesh=j,ip=169.254.1.1,mac=06:00:00:00:00:01",
+                              "mesh=<job>, mesh_rank=R and mesh_size=N go together"},
+                      BadSpec{"af_packet:eth0,mesh_rank=0,mesh_size=2,ip=169.254.1.1,mac=06:00:00:00:00:01",
+                              "go together"},
+                      BadSpec{"af_packet:eth0,mesh=j,mesh_rank=2,mesh_size=2,ip=169.254.1.1,mac=06:00:00:00:00:01",
+                              "mesh_rank 2 is not below mesh_size 2"},
+                      BadSpec{"af_packet:eth0,mesh=j,mesh_rank=0,mesh_size=65,ip=169.254.1.1,mac=06:00:00:00:00:01",
+                              "option mesh_size='65' must be an integer in [1, 64]"},
+                      BadSpec{"af_packet:eth0,mesh=j,mesh_rank=0,mesh_size=2", "needs this rank's own ip= and mac="},
+                      BadSpec{"af_xdp:eth0,mesh=j,mesh_rank=0,mesh_size=2,ip=169.254.1.1",
+                              "needs this rank's own ip= and mac="},
+                      BadSpec{"af_packet:eth0,mesh=a b,mesh_rank=0,mesh_size=1,ip=169.254.1.1,mac=06:00:00:00:00:01",
+                              "option mesh='a b' may contain only"},
+                      BadSpec{"tap:t0,mesh=j", "unknown option 'mesh' for tap"},
+                      BadSpec{"memif:server:x,mesh=j", "unknown option 'mesh' for memif"}));
+
+// The ranks of one host sharing an interface (issue 15): the port names its
+// local rank and the host's ranks; its memif members carry the port's own
+// addresses and meet on sockets named after mesh=.
+TEST(PortSpec, BridgedKernelPortLinksTheRanksOfItsHost) {
+  auto p = parse_port_spec("af_packet:veth0,framesz=2048,blocksz=65536,framecnt=8192,ip=169.254.7.9,"
+                           "mac=06:aa:bb:cc:00:05,mesh=rma-host-1,mesh_rank=1,mesh_size=3")
+               .value();
+  EXPECT_TRUE(is_bridged(p));
+  EXPECT_EQ(p.kind, PortKind::kAfPacket);
+  EXPECT_EQ(p.name, "veth0");
+  EXPECT_EQ(p.rank, 1u);
+  EXPECT_EQ(p.size, 3u);
+  EXPECT_EQ(p.framecnt, 8192u);
+  EXPECT_EQ(p.canonical(), "af_packet:veth0,mesh=rma-host-1,mesh_rank=1,mesh_size=3");
+  EXPECT_EQ(p.link_wait_ms, 30000u) << "the host's ranks start in any order";
+  const std::string to0 = mesh_member_spec(p, 0), to2 = mesh_member_spec(p, 2);
+  EXPECT_EQ(to0.rfind("memif:client:rma-host-1.0.1,", 0), 0u) << to0;
+  EXPECT_EQ(to2.rfind("memif:server:rma-host-1.1.2,", 0), 0u) << to2;
+  auto member = parse_port_spec(to2).value();
+  EXPECT_EQ(*member.mac, *p.mac) << "one NIC, one MAC on every link";
+  EXPECT_EQ(member.ipv4, p.ipv4);
+  EXPECT_FALSE(is_bridged(parse_port_spec("af_packet:veth0").value()));
+  EXPECT_FALSE(is_bridged(parse_port_spec("memif-mesh:x,rank=0,size=2").value()));
+}
 
 TEST(PortSpec, MemifMeshGivesEveryRankItsAddressesAndLinks) {
   auto m = parse_port_spec("memif-mesh:rma-job-1,rank=2,size=4,rsize=8,wait=500").value();

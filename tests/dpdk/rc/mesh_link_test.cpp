@@ -1,7 +1,10 @@
 // MeshLink: routing by destination MAC, loopback, unroutable frames, a full
-// member keeping the order, shutting members down before destroying them; three softroce devices joined by meshes of
-// fault links (each also talking to itself through loopback); the device's
-// background progress thread answering for a target nobody polls.
+// member keeping the order, shutting members down before destroying them;
+// the uplink (broadcasts flooded, unknown MACs to the uplink, member routes
+// learned from their own frames only); three softroce devices joined by
+// meshes of fault links (each also talking to itself through loopback); the
+// device's background progress thread answering for a target nobody polls.
+// (Devices on mesh links with an uplink: bridged_hosts_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -100,7 +103,7 @@ TEST(MeshLink, AFullMemberStopsTransmitInOrderAndLoopbackHasABound) {
   auto p1 = roce::make_fault_link_pair(small);
   std::vector<MeshMember> m;
   m.push_back({mac(1), std::move(p1.a)});
-  auto mesh = MeshLink::create(self_info(0), std::move(m), 2).value();
+  auto mesh = MeshLink::create(self_info(0), std::move(m), nullptr, 2).value();
   std::vector<std::vector<std::uint8_t>> bytes;
   for (std::uint8_t i = 0; i < 4; ++i) bytes.push_back(frame_to(mac(1), i));
   std::vector<TxFrame> frames;
@@ -143,7 +146,89 @@ TEST(MeshLink, RejectsAmbiguousOrSelfRoutes) {
   std::vector<MeshMember> none;
   none.push_back({mac(3), nullptr});
   EXPECT_FALSE(MeshLink::create(self_info(0), std::move(none)).ok());
-  EXPECT_FALSE(MeshLink::create(self_info(0), {}, 0).ok());
+  EXPECT_FALSE(MeshLink::create(self_info(0), {}, nullptr, 0).ok());
+}
+
+// The ranks of a host sharing an interface: one member whose peer is known,
+// one to be learned, and an uplink. Broadcasts reach every link, a MAC no
+// member owns goes to the uplink, a member's route is learned from the
+// first frame it delivers and never from the uplink, and stays.
+TEST(MeshLink, UplinkCarriesWhatNoMemberOwnsAndMembersAreLearnedFromTheirOwnFrames) {
+  auto p1 = roce::make_fault_link_pair({});
+  auto p2 = roce::make_fault_link_pair({});
+  roce::LinkEndpointConfig up_a, up_b;
+  up_a.neighbours_by_arp = true;
+  up_a.max_frame = 2000;
+  auto p3 = roce::make_fault_link_pair({}, up_a, up_b);
+  std::vector<MeshMember> m;
+  m.push_back({mac(1), std::move(p1.a)});
+  m.push_back({{}, std::move(p2.a), /*learn=*/true});
+  auto mesh = MeshLink::create(self_info(0), std::move(m), std::move(p3.a)).value();
+  EXPECT_TRUE(mesh->info().neighbours_by_arp) << "peers, the learned member's included, are found by ARP";
+  EXPECT_EQ(mesh->info().max_frame, 2000u) << "the uplink bounds the frames too";
+  EXPECT_FALSE(mesh->member_known(1));
+
+  const MacAddress bcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  std::vector<std::vector<std::uint8_t>> bytes = {frame_to(mac(1), 1), frame_to(mac(9), 2), frame_to(bcast, 3),
+                                                  frame_to(mac(5), 4)};
+  std::vector<TxFrame> frames;
+  for (auto& b : bytes) frames.push_back(TxFrame{{b.data(), b.size()}, {}, {}});
+  EXPECT_EQ(mesh->transmit(frames), frames.size());
+  Collect at1, at2, at3;
+  p1.b->poll(at1, 16);
+  p2.b->poll(at2, 16);
+  p3.b->poll(at3, 16);
+  ASSERT_EQ(at1.frames.size(), 2u);  // its own and the broadcast
+  EXPECT_EQ(at1.frames[0][20], 1);
+  EXPECT_EQ(at1.frames[1][20], 3);
+  ASSERT_EQ(at2.frames.size(), 1u);  // the broadcast only: its peer is not known yet
+  EXPECT_EQ(at2.frames[0][20], 3);
+  ASSERT_EQ(at3.frames.size(), 3u);  // unknown MAC, broadcast, not-yet-learned MAC
+  EXPECT_EQ(at3.frames[0][20], 2);
+  EXPECT_EQ(at3.frames[1][20], 3);
+  EXPECT_EQ(at3.frames[2][20], 4);
+  EXPECT_EQ(mesh->mesh_counters().flooded_frames, 1u);
+  EXPECT_EQ(mesh->mesh_counters().unroutable_frames, 0u);
+
+  // The uplink claims mac(5) and mac(1): it teaches nothing.
+  auto from = [](const MacAddress& src, std::uint8_t tag) {
+    auto f = frame_to(mac(0), tag);
+    std::copy(src.begin(), src.end(), f.begin() + 6);
+    return f;
+  };
+  auto claim5 = from(mac(5), 10), claim1 = from(mac(1), 11);
+  for (auto* f : {&claim5, &claim1}) {
+    TxFrame t{*f, {}, {}};
+    ASSERT_EQ(p3.b->transmit({&t, 1}), 1u);
+  }
+  Collect got;
+  EXPECT_EQ(mesh->poll(got, 16), 2u);
+  EXPECT_FALSE(mesh->member_known(1));
+  // The learning member's own frame (its source mac(5)) teaches its route.
+  auto hello = from(mac(5), 12);
+  TxFrame th{hello, {}, {}};
+  ASSERT_EQ(p2.b->transmit({&th, 1}), 1u);
+  EXPECT_EQ(mesh->poll(got, 16), 1u);
+  ASSERT_TRUE(mesh->member_known(1));
+  EXPECT_EQ(mesh->member_peer(1), mac(5));
+  EXPECT_EQ(mesh->mesh_counters().peers_learned, 1u);
+  // Now mac(5) goes to the member; a later frame with another source does not move it.
+  auto again = from(mac(6), 13);
+  TxFrame ta{again, {}, {}};
+  ASSERT_EQ(p2.b->transmit({&ta, 1}), 1u);
+  EXPECT_EQ(mesh->poll(got, 16), 1u);
+  EXPECT_EQ(mesh->member_peer(1), mac(5));
+  auto to5 = frame_to(mac(5), 14);
+  TxFrame t5{to5, {}, {}};
+  EXPECT_EQ(mesh->transmit({&t5, 1}), 1u);
+  Collect at2b, at3b;
+  p2.b->poll(at2b, 16);
+  p3.b->poll(at3b, 16);
+  ASSERT_EQ(at2b.frames.size(), 1u);
+  EXPECT_EQ(at2b.frames[0][20], 14);
+  EXPECT_TRUE(at3b.frames.empty());
+  const roce::LinkCounters c = mesh->counters();
+  EXPECT_GE(c.tx_frames, 7u) << "members' and uplink's frames add up";
 }
 
 // A member that records its shutdown and destruction, and whose shutdown

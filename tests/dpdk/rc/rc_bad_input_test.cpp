@@ -10,7 +10,8 @@
 //   unknown rkey                  NAK remote access error, nothing written, QP to error
 //   out of the region's bounds    NAK remote access error (fresh QP), nothing written
 //   not RoCE v2 (IPv6, TCP, UDP to another port)  ignored, counted apart from malformed frames
-//   ARP                           "who has <our IPv4>?" answered; any other ARP ignored
+//   ARP                           "who has <our IPv4>?" answered; replies we did not ask for
+//                                 taught nothing; any other ARP ignored
 #include <gtest/gtest.h>
 
 #include "wire/arp.hpp"
@@ -277,6 +278,7 @@ TEST_F(BadInput, ArpRequestForOurAddressIsAnsweredAndEverythingElseIgnored) {
   auto reply_op = request(ours);
   roce::detail::store_be16(reply_op.data() + 14 + 6, 2);
   EXPECT_TRUE(send(reply_op).empty()) << "an ARP reply is not answered";
+  EXPECT_EQ(counters().arp_replies_ignored, 1u) << "a reply to a question never asked teaches nothing";
   auto truncated = request(ours);
   truncated.resize(41);
   EXPECT_TRUE(send(truncated).empty());
@@ -289,9 +291,12 @@ TEST_F(BadInput, ArpRequestForOurAddressIsAnsweredAndEverythingElseIgnored) {
   auto multicast_sender = request(ours);
   multicast_sender[14 + 8] = 0x01;
   EXPECT_TRUE(send(multicast_sender).empty()) << "a broadcast or multicast sender is never answered";
+  auto zero_sender = request(ours);
+  std::fill(zero_sender.begin() + 14 + 8, zero_sender.begin() + 14 + 14, 0);
+  EXPECT_TRUE(send(zero_sender).empty()) << "a zero sender MAC is never answered";
   EXPECT_EQ(counters().arp_requests_answered, 1u);
   EXPECT_EQ(counters().parse_errors[static_cast<int>(roce::ParseError::kNotIpv4)], 6u)
-      << "the ARP frames not answered count as other traffic";
+      << "the ARP frames neither answered nor taken as replies count as other traffic";
   EXPECT_TRUE(untouched(0, 4096));
   // The QP still works.
   EXPECT_FALSE(exchange(write_frame(me_.psn, target_.addr(0), target_.rkey(), 64, 0x44)).empty());

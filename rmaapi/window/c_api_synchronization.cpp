@@ -56,7 +56,7 @@ int rma_win_flush(int rank, rma_Win win) {
       (!win->deferred || win->deferred->empty()) &&
       static_cast<std::size_t>(rank) < win->locks.size() &&
       (win->lock_all || win->locks[static_cast<std::size_t>(rank)] != 0) &&
-      win->endpoint(rank).flush() == StatusCode::kOk) [[likely]] {
+      flush_target(win, rank, FlushScope::kRemote) == StatusCode::kOk) [[likely]] {
     return RMA_SUCCESS;
   }
   return win_call(win, "rma_win_flush", [&] { return flush(win, "rma_win_flush", rank); });

@@ -87,11 +87,7 @@ Context::~Context() {
   // Windows the program never freed (no rma_finalize): release their
   // registrations before the cache goes, locally; nobody may use them now.
   for (rma_win_s* w : windows) {
-    w->attached.clear();
-    w->win_reg.reset();
-    w->meta_reg.reset();
-    std::free(w->meta);
-    if (w->owns_memory) std::free(w->base);
+    release_window_memory(w);
     w->magic = 0;
     delete w;
   }

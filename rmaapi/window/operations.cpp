@@ -1,6 +1,8 @@
 // Communication calls: put and get (checked paths and the fast paths for
 // small dense transfers). The accumulates and compare_and_swap are in
-// accumulate.cpp, the checks they all share in operation_checks.cpp.
+// accumulate.cpp, the checks they all share in operation_checks.cpp. To a
+// peer whose window is mapped here (PeerWindow::direct) both paths end in a
+// copy instead of a work request (direct.hpp).
 //
 // Every call checks its arguments, its epoch and the whole target range
 // against the target's window (known from creation, or from the target's
@@ -11,6 +13,7 @@
 
 #include "datatype/pack.hpp"
 #include "datatype/transfer_planner.hpp"
+#include "window/direct.hpp"
 #include "window/operation_checks.hpp"
 #include "window/thread_level.hpp"
 #include "window/window.hpp"
@@ -91,6 +94,8 @@ Status put(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
   Transfer x;
   RMA_RETURN_IF_ERROR(check_transfer(win, call, a.origin, a, x));
   if (x.bytes == 0) return {};
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct) return direct::copy(p, a.origin, a.origin_count, *x.ol, x.t.base, a.target_count, *x.tl, true);
   Endpoint& ep = win->endpoint(a.target);
   if (static_cast<std::uint64_t>(x.bytes) <= ep.max_inline() && x.ol->is_dense() && x.tl->is_dense()) {
     // Small and contiguous: the payload travels in the work request, so the
@@ -114,6 +119,8 @@ Status get(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
   Transfer x;
   RMA_RETURN_IF_ERROR(check_transfer(win, call, a.result, a, x));
   if (x.bytes == 0) return {};
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct) return direct::copy(p, a.result, a.origin_count, *x.ol, x.t.base, a.target_count, *x.tl, false);
   Endpoint& ep = win->endpoint(a.target);
   if (static_cast<std::uint64_t>(x.bytes) <= ep.bounce_bytes() && x.ol->is_dense() && x.tl->is_dense()) {
     // Small and contiguous: read into the slot's registered bounce area and
@@ -184,6 +191,13 @@ bool put_fast(rma_win_s* win, const FastArgs& a) noexcept {
   Target t;
   if (a.origin == nullptr || !fast_bytes(a, bytes)) return false;
   if (static_cast<std::size_t>(a.target) >= win->peers.size()) return false;  // before indexing
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct) {
+    // Any size: a store into the peer's mapped window, complete on return.
+    if (!fast_target(win, a.target, a.target_disp, bytes, t)) return false;
+    std::memcpy(p.local(t.base), a.origin, bytes);
+    return true;
+  }
   Endpoint& ep = win->endpoint(a.target);
   if (bytes > ep.max_inline() || !fast_target(win, a.target, a.target_disp, bytes, t)) return false;
   Sge s{reinterpret_cast<std::uint64_t>(a.origin), static_cast<std::uint32_t>(bytes), 0};
@@ -201,6 +215,12 @@ bool get_fast(rma_win_s* win, const FastArgs& a) noexcept {
   Target t;
   if (a.origin == nullptr || !fast_bytes(a, bytes)) return false;
   if (static_cast<std::size_t>(a.target) >= win->peers.size()) return false;  // before indexing
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct) {
+    if (!fast_target(win, a.target, a.target_disp, bytes, t)) return false;
+    std::memcpy(const_cast<void*>(a.origin), p.local(t.base), bytes);
+    return true;
+  }
   Endpoint& ep = win->endpoint(a.target);
   if (bytes > ep.bounce_bytes() || !fast_target(win, a.target, a.target_disp, bytes, t)) return false;
   if (ep.reserve(true) != StatusCode::kOk) return false;
@@ -229,6 +249,13 @@ bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result_v, 
   }
   std::uint64_t add = 0;
   if (sum) std::memcpy(&add, a.origin, 8);
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct) {
+    auto* word = reinterpret_cast<std::uint64_t*>(p.local(t.base));
+    const std::uint64_t old = direct::atomic(word, Opcode::kAtomicFetchAdd, add, 0);
+    std::memcpy(result, &old, 8);
+    return true;
+  }
   return win->endpoint(a.target).post_atomic(Opcode::kAtomicFetchAdd, t.base, t.rkey, add, 0,
                                              OnComplete{nullptr, {}, result, 8}) == StatusCode::kOk;
 }

@@ -192,11 +192,19 @@ SHMEM_DEFINE(uint64_t, signal_wait_until, (uint64_t * sig_addr, int cmp, uint64_
 // ------------------------------------------------------------------ ordering
 // Every operation to one PE travels on one reliable-connected QP, which the
 // target executes in order: puts, AMOs and signals to a PE are delivered in
-// the order they were issued, which is what fence guarantees.
-SHMEM_DEFINE(void, fence, (void)) { (void)rma::shmem::rt("shmem_fence"); }
+// the order they were issued, which is what fence guarantees. With the
+// direct path (runtime.hpp) a fence also orders the CPU's stores and what
+// the endpoints still hold for the PEs it reaches directly (Runtime::fence).
+SHMEM_DEFINE(void, fence, (void)) {
+  rma::shmem::Runtime& r = rma::shmem::rt("shmem_fence");
+  rma::shmem::Lock lock(r);
+  r.fence("shmem_fence");
+}
 SHMEM_DEFINE(void, ctx_fence, (shmem_ctx_t ctx)) {
   rma::shmem::Runtime& r = rma::shmem::rt("shmem_ctx_fence");
-  (void)r.channel_of("shmem_ctx_fence", ctx);
+  rma::shmem::Channel* ch = r.channel_of("shmem_ctx_fence", ctx);
+  rma::shmem::Lock lock(r, ch);
+  r.fence("shmem_ctx_fence", ch);
 }
 SHMEM_DEFINE(void, quiet, (void)) {
   rma::shmem::Runtime& r = rma::shmem::rt("shmem_quiet");

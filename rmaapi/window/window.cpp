@@ -59,6 +59,7 @@ Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavo
   win->base = base;
   win->hints = hints;
   win->peers.resize(static_cast<std::size_t>(n));
+  win->npeers = n;
   win->meta_words = 2 + 2 * static_cast<std::size_t>(n) +
                     (flavor == RMA_WIN_FLAVOR_DYNAMIC ? 2 + 3 * kMaxAttach : 0);
 

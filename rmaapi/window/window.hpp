@@ -98,6 +98,7 @@ struct rma_win_s {
   std::vector<std::pair<int, void*>> attributes;     // user keyval -> value, in setting order
 
   std::vector<rma::api::PeerWindow> peers;
+  int npeers = 0;                 // peers.size(), for the data path's bound check
   std::uint64_t* meta = nullptr;  // this rank's metadata words
   std::size_t meta_words = 0;
   // Declared before the registrations: they are released first.
@@ -211,6 +212,9 @@ struct FastArgs {
 bool put_fast(rma_win_s* win, const FastArgs& a) noexcept;
 bool get_fast(rma_win_s* win, const FastArgs& a) noexcept;
 bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result, rma_Op op) noexcept;
+// rma_win_flush's: a passive epoch to `target` is open, nothing was
+// recorded (accumulate_ordering=none), and its operations completed.
+bool flush_fast(rma_win_s* win, int target) noexcept;
 
 // A synchronous 8-byte atomic on `target`'s metadata word: the old value.
 Result<std::uint64_t> meta_atomic(rma_win_s* win, int target, std::uint64_t word, Opcode op,

@@ -773,6 +773,11 @@ void Runtime::progress() noexcept {
   eps->progress();
 }
 
+void Runtime::wait_turn(std::uint32_t& turns) noexcept {
+  progress();
+  if ((++turns & 63u) == 0) sched_yield();
+}
+
 void Runtime::sync_with_nic() noexcept {
   Lock lock(*this);
   eps->progress();
@@ -788,7 +793,7 @@ void Runtime::signal(int wpe) {
 void Runtime::wait_signal(int wpe) {
   const std::uint64_t want = ++consumed[static_cast<std::size_t>(wpe)];
   volatile std::uint64_t* slot = &signal_in[wpe];
-  while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) < want) eps->progress();
+  for (std::uint32_t turns = 0; __atomic_load_n(slot, __ATOMIC_ACQUIRE) < want;) wait_turn(turns);
   eps->progress();  // synchronizes with the NIC's write (see sync_with_nic)
 }
 

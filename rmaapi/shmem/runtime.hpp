@@ -207,6 +207,10 @@ class Runtime {
   // completing what the endpoint still holds for that PE), else a put.
   void put_flag(const char* routine, std::uint64_t* dest, std::uint64_t value, int wpe, Channel* ch = nullptr);
   void progress() noexcept;
+  // One turn of a wait for another PE: progress, and every 64 turns let
+  // the CPU go (sched_yield), so that a PE whose action is awaited runs
+  // when the job has more PEs than free cores.
+  void wait_turn(std::uint32_t& turns) noexcept;
   // After a wait saw the NIC's write land: one progress under the lock, so
   // this thread synchronizes with the NIC (a software NIC writes under its
   // device lock) before it reads the data that came with the write.
@@ -218,7 +222,7 @@ class Runtime {
   // Waits (progressing) until pred() is true.
   template <typename Pred>
   void wait_local(Pred pred) {
-    while (!pred()) progress();
+    for (std::uint32_t turns = 0; !pred();) wait_turn(turns);
   }
 
  private:

@@ -57,6 +57,16 @@ OpArgs with_result(OpArgs a, void* result, int count, rma_Datatype type) {
   });
 }
 
+[[gnu::noinline]] int compare_and_swap_checked(rma_Win win, const FastArgs& f, const void* compare_addr,
+                                               void* result_addr) {
+  return win_call(win, "rma_compare_and_swap", [&] {
+    OpArgs a = with_result(args(f.origin, 0, nullptr, f.target, f.target_disp, 1, f.target_type), result_addr, 0,
+                           nullptr);
+    a.compare = compare_addr;
+    return compare_and_swap(win, "rma_compare_and_swap", a, nullptr);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -110,12 +120,11 @@ int rma_fetch_and_op(const void* origin_addr, void* result_addr, rma_Datatype da
 int rma_compare_and_swap(const void* origin_addr, const void* compare_addr, void* result_addr,
                          rma_Datatype datatype, int target_rank, rma_Aint target_disp,
                          rma_Win win) {
-  return win_call(win, "rma_compare_and_swap", [&] {
-    OpArgs a = with_result(args(origin_addr, 0, nullptr, target_rank, target_disp, 1, datatype),
-                           result_addr, 0, nullptr);
-    a.compare = compare_addr;
-    return compare_and_swap(win, "rma_compare_and_swap", a, nullptr);
-  });
+  const FastArgs f{origin_addr, 1, datatype, target_rank, target_disp, 1, datatype};
+  if (run_fast(win, [&] { return compare_and_swap_fast(win, f, compare_addr, result_addr); })) [[likely]] {
+    return RMA_SUCCESS;
+  }
+  return compare_and_swap_checked(win, f, compare_addr, result_addr);
 }
 
 int rma_rput(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,

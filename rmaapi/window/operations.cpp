@@ -284,6 +284,30 @@ bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result_v, 
                                              OnComplete{nullptr, {}, result, 8}) == StatusCode::kOk;
 }
 
+bool compare_and_swap_fast(rma_win_s* win, const FastArgs& a, const void* compare, void* result) noexcept {
+  // Recorded accumulates run first under any ordering but none (compare_and_swap()).
+  if (win->deferred && !win->deferred->empty() && !ordering_none(win)) return false;
+  if (a.origin == nullptr || compare == nullptr || result == nullptr || a.target_type == nullptr ||
+      a.target_type->magic != rma_datatype_s::kMagic || !a.target_type->predefined ||
+      !is_int64_like(a.target_type)) {
+    return false;
+  }
+  std::uint64_t expected = 0, desired = 0;
+  std::memcpy(&expected, compare, 8);
+  std::memcpy(&desired, a.origin, 8);
+  if (std::byte* there = fast_direct(win, a.target, a.target_disp, 8)) [[likely]] {
+    if ((reinterpret_cast<std::uintptr_t>(there) & 7u) != 0) return false;  // the accumulate lock's
+    const std::uint64_t old =
+        direct::atomic(reinterpret_cast<std::uint64_t*>(there), Opcode::kAtomicCmpSwap, expected, desired);
+    std::memcpy(result, &old, 8);
+    return true;
+  }
+  Target t;
+  if (!fast_target(win, a.target, a.target_disp, 8, t) || (t.base & 7u) != 0) return false;
+  return win->endpoint(a.target).post_atomic(Opcode::kAtomicCmpSwap, t.base, t.rkey, expected, desired,
+                                             OnComplete{nullptr, {}, result, 8}) == StatusCode::kOk;
+}
+
 bool flush_fast(rma_win_s* win, int target) noexcept {
   return win->flavor != RMA_WIN_FLAVOR_DYNAMIC && (!win->deferred || win->deferred->empty()) &&
          static_cast<unsigned>(target) < static_cast<unsigned>(win->npeers) &&

@@ -212,6 +212,8 @@ struct FastArgs {
 bool put_fast(rma_win_s* win, const FastArgs& a) noexcept;
 bool get_fast(rma_win_s* win, const FastArgs& a) noexcept;
 bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result, rma_Op op) noexcept;
+// 8-byte integer compare_and_swap; a.origin is the new value.
+bool compare_and_swap_fast(rma_win_s* win, const FastArgs& a, const void* compare, void* result) noexcept;
 // rma_win_flush's: a passive epoch to `target` is open, nothing was
 // recorded (accumulate_ordering=none), and its operations completed.
 bool flush_fast(rma_win_s* win, int target) noexcept;

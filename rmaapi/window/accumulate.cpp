@@ -458,6 +458,19 @@ Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
   // get -> compute -> put under the target's accumulate lock.
   AccLock lock(win, a.target);
   RMA_RETURN_IF_ERROR(lock.acquire(call));
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct && tl->is_dense() && (!fetch || rl->is_dense()) && (op == OpKind::kNoOp || ol->is_dense())) {
+    // A mapped target, every side one run: the op runs on the target's
+    // bytes in place (apply_op needs its operands aligned for the element).
+    std::byte* there = p.local(t.base);
+    const auto align = static_cast<std::uintptr_t>(std::max<std::int64_t>(elem->layout.alignment, 1)) - 1;
+    if ((reinterpret_cast<std::uintptr_t>(there) & align) == 0 &&
+        (op == OpKind::kNoOp || (reinterpret_cast<std::uintptr_t>(a.origin) & align) == 0)) {
+      if (fetch) std::memcpy(a.result, there, static_cast<std::size_t>(bytes));
+      apply_op(op, elem, there, a.origin, static_cast<std::size_t>(nelem));
+      return lock.release();
+    }
+  }
   RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(static_cast<std::size_t>(bytes)));
   RMA_RETURN_IF_ERROR(move_scratch(win, call, a.target, s, s.a, bytes, t, a.target_count, *tl,
                                    Opcode::kRdmaRead));

@@ -5,14 +5,15 @@
  * the same loop.
  *
  *   osu_one_sided <test> [max_bytes]
- *   test: put_latency | get_latency | put_bw | acc_latency | fop_latency | cas_latency
+ *   test: put_latency | get_latency | put_bw | put_rate | acc_latency | fop_latency | cas_latency
  *
  * Two ranks. Rank 0 is the origin, rank 1 the target. Every test uses a
  * window from win_allocate and a passive-target epoch (lock shared on rank
  * 1, as OSU's default "-s lock"... for latency: one operation then a flush,
  * repeated; for bandwidth: a window of 64 puts then a flush, repeated).
  * Latency is the mean time of one operation + flush in microseconds;
- * bandwidth is MB/s (10^6 bytes). Sizes are powers of 4 from 1 byte.
+ * bandwidth is MB/s (10^6 bytes); put_rate is the put_bw loop at 8 bytes in
+ * millions of puts per second. Sizes are powers of 4 from 1 byte.
  * fop and cas use one 8-byte integer (SUM / compare-and-swap), acc an
  * int SUM on size/4 ints (sizes from 4 bytes). */
 #define _POSIX_C_SOURCE 199309L
@@ -99,6 +100,7 @@ static double now_us(void) {
 
 static int iterations(size_t size) { return size > 8192 ? 200 : 2000; }
 static int warmup(size_t size) { return size > 8192 ? 20 : 200; }
+static int is_window_test(const char* test) { return strcmp(test, "put_bw") == 0 || strcmp(test, "put_rate") == 0; }
 
 /* One measurement: mean microseconds per iteration on rank 0. */
 static double run(const char* test, size_t size, char* origin, char* result, X_Win win, int rank) {
@@ -113,7 +115,7 @@ static double run(const char* test, size_t size, char* origin, char* result, X_W
         CHECK(x_put(origin, (int)size, X_CHAR, 1, 0, (int)size, X_CHAR, win));
       } else if (strcmp(test, "get_latency") == 0) {
         CHECK(x_get(result, (int)size, X_CHAR, 1, 0, (int)size, X_CHAR, win));
-      } else if (strcmp(test, "put_bw") == 0) {
+      } else if (strcmp(test, "put_bw") == 0 || strcmp(test, "put_rate") == 0) {
         for (int w = 0; w < WINDOW; ++w) {
           CHECK(x_put(origin + (size_t)w * size, (int)size, X_CHAR, 1, (X_Aint)((size_t)w * size), (int)size, X_CHAR, win));
         }
@@ -142,15 +144,16 @@ int main(int argc, char** argv) {
   const size_t max_bytes = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : (size_t)1 << 20;
   const int sized = strcmp(test, "put_latency") == 0 || strcmp(test, "get_latency") == 0 ||
                     strcmp(test, "put_bw") == 0 || strcmp(test, "acc_latency") == 0;
-  if (size != 2 || (!sized && strcmp(test, "fop_latency") != 0 && strcmp(test, "cas_latency") != 0)) {
+  const int rate = strcmp(test, "put_rate") == 0;
+  if (size != 2 || (!sized && !rate && strcmp(test, "fop_latency") != 0 && strcmp(test, "cas_latency") != 0)) {
     if (rank == 0) {
-      fprintf(stderr, "usage: (2 ranks) %s put_latency|get_latency|put_bw|acc_latency|fop_latency|cas_latency [max_bytes]\n",
+      fprintf(stderr, "usage: (2 ranks) %s put_latency|get_latency|put_bw|put_rate|acc_latency|fop_latency|cas_latency [max_bytes]\n",
               argv[0]);
     }
     x_finalize();
     return 2;
   }
-  const size_t win_bytes = sized ? max_bytes * (strcmp(test, "put_bw") == 0 ? WINDOW : 1) : 8;
+  const size_t win_bytes = sized ? max_bytes * (is_window_test(test) ? WINDOW : 1) : rate ? 8 * WINDOW : 8;
   char* base = NULL;
   X_Win win;
   CHECK(x_win_allocate((X_Aint)win_bytes, 1, X_INFO_NULL, X_COMM_WORLD, &base, &win));
@@ -159,14 +162,19 @@ int main(int argc, char** argv) {
   char* result = malloc(win_bytes);
   memset(origin, 1, win_bytes);
   CHECK(x_barrier(X_COMM_WORLD));
-  if (rank == 0) printf("# %s %s\n# %-10s %s\n", LIBRARY, test, "bytes", strcmp(test, "put_bw") == 0 ? "MB/s" : "latency (us)");
+  if (rank == 0) {
+    printf("# %s %s\n# %-10s %s\n", LIBRARY, test, "bytes",
+           rate ? "M puts/s" : strcmp(test, "put_bw") == 0 ? "MB/s" : "latency (us)");
+  }
   const int is_acc = strcmp(test, "acc_latency") == 0;
   for (size_t s = sized ? (is_acc ? 4 : 1) : 8; s <= (sized ? max_bytes : 8); s *= 4) {
     CHECK(x_barrier(X_COMM_WORLD));
     const double us = run(test, s, origin, result, win, rank);
     CHECK(x_barrier(X_COMM_WORLD));
     if (rank == 0) {
-      if (strcmp(test, "put_bw") == 0) {
+      if (rate) {
+        printf("%-12zu %.2f\n", s, (double)WINDOW / us);  /* puts/us = M puts/s */
+      } else if (strcmp(test, "put_bw") == 0) {
         printf("%-12zu %.2f\n", s, (double)s * WINDOW / us);  /* bytes/us = MB/s */
       } else {
         printf("%-12zu %.2f\n", s, us);

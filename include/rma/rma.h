@@ -13,8 +13,9 @@
  *    split_type, create_group, free, compare; the group calls); the only
  *    collectives are rma_barrier and the allgather the calls above use;
  *  - windows act on the info hints no_locks (lock calls then fail with
- *    RMA_ERR_RMA_SYNC), accumulate_ordering, accumulate_ops, same_size and
- *    same_disp_unit; other keys are kept and ignored, as MPI says;
+ *    RMA_ERR_RMA_SYNC), accumulate_ordering, accumulate_ops, same_size,
+ *    same_disp_unit and alloc_shared_noncontig; other keys are kept and
+ *    ignored, as MPI says;
  *  - a context (one per process, or one per thread rank in tests) is
  *    driven by one thread at a time (MPI_THREAD_FUNNELED).
  * Usable from C99 and C++. */
@@ -115,6 +116,7 @@ typedef struct rma_Status {
 #define RMA_WIN_FLAVOR_CREATE 1
 #define RMA_WIN_FLAVOR_ALLOCATE 2
 #define RMA_WIN_FLAVOR_DYNAMIC 3
+#define RMA_WIN_FLAVOR_SHARED 4
 #define RMA_WIN_SEPARATE 1
 #define RMA_WIN_UNIFIED 2
 
@@ -160,7 +162,9 @@ int rma_comm_dup(rma_Comm comm, rma_Comm* newcomm);
  * ranks ordered by key, then by rank in comm. */
 int rma_comm_split(rma_Comm comm, int color, int key, rma_Comm* newcomm);
 /* Collective. split_type RMA_COMM_TYPE_SHARED (the same on every rank) or
- * RMA_UNDEFINED; a host is identified by its name and boot id. info may be
+ * RMA_UNDEFINED; a host is what the transport plan calls one (kernel boot
+ * id, pid and network namespace, or RMA_HOST_ID): the ranks that can make a
+ * window of rma_win_allocate_shared together. info may be
  * RMA_INFO_NULL (no hints are read). */
 int rma_comm_split_type(rma_Comm comm, int split_type, int key, rma_Info info, rma_Comm* newcomm);
 /* Collective over the members of group (a subset of comm's ranks that
@@ -221,6 +225,23 @@ int rma_win_create(void* base, rma_Aint size, int disp_unit, rma_Info info, rma_
 int rma_win_allocate(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, void* baseptr,
                      rma_Win* win);
 int rma_win_create_dynamic(rma_Info info, rma_Comm comm, rma_Win* win);
+/* MPI 4.x 12.2.3: every rank of comm allocates size bytes that every rank
+ * of comm can load from and store to (rma_win_shared_query gives the
+ * address of any rank's part in the calling process). Every rank of comm
+ * must be on this host (RMA_ERR_RMA_SHARED names those that are not).
+ * The ranks' memory is contiguous in rank order (rank i's first byte
+ * follows rank i-1's last) unless info has alloc_shared_noncontig=true;
+ * size 0 is allowed (baseptr is then NULL). The memory is one POSIX
+ * shared segment, unlinked once every rank mapped it. The model is
+ * RMA_WIN_UNIFIED; every communication and synchronization call works on
+ * the window too. baseptr is a void** passed as void*, as in MPI. */
+int rma_win_allocate_shared(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, void* baseptr,
+                            rma_Win* win);
+/* The size, disp_unit and local address (a void** passed as void*) of
+ * rank's memory in a window from rma_win_allocate_shared; RMA_PROC_NULL
+ * names the lowest rank whose size is > 0 (size 0 and NULL when none).
+ * RMA_ERR_RMA_FLAVOR for any other window. */
+int rma_win_shared_query(rma_Win win, int rank, rma_Aint* size, int* disp_unit, void* baseptr);
 int rma_win_attach(rma_Win win, void* base, rma_Aint size);
 int rma_win_detach(rma_Win win, const void* base);
 int rma_win_free(rma_Win* win);

@@ -298,6 +298,18 @@ class Window {
   }
   template <typename T>
   static Window allocate(std::size_t count, const Info& info) { return allocate<T>(count, &info); }
+  // Collective over `comm`, whose ranks must all be on this host: `count`
+  // elements of T per rank that every rank of comm loads and stores
+  // (rma_win_allocate_shared); contiguous in rank order unless `info` has
+  // alloc_shared_noncontig=true. shared_query<T>(r) gives rank r's part.
+  template <typename T>
+  static Window allocate_shared(std::size_t count, const Comm& comm, const Info* info = nullptr) {
+    void* base = nullptr;
+    rma_Win w = RMA_WIN_NULL;
+    detail::checked(rma_win_allocate_shared(static_cast<rma_Aint>(count * sizeof(T)), static_cast<int>(sizeof(T)),
+                                            info_handle(info), comm.handle(), &base, &w));
+    return Window(w);
+  }
   template <typename T>
   static Window create(T* base, std::size_t count, const Info* info = nullptr) {
     rma_Win w = RMA_WIN_NULL;
@@ -363,6 +375,23 @@ class Window {
     int flag = 0;
     rma_win_get_attr(win_, RMA_WIN_SIZE, &s, &flag);
     return s != nullptr ? static_cast<std::size_t>(*s) : 0;
+  }
+
+  // One rank's memory of a shared window as this process reaches it
+  // (rma_win_shared_query; rank RMA_PROC_NULL: the lowest rank with memory).
+  template <typename T>
+  struct SharedPart {
+    T* data = nullptr;
+    std::size_t count = 0;  // elements of T
+    int disp_unit = 0;
+  };
+  template <typename T>
+  SharedPart<T> shared_query(int rank) const {
+    rma_Aint bytes = 0;
+    int disp_unit = 0;
+    void* base = nullptr;
+    detail::checked(rma_win_shared_query(win_, rank, &bytes, &disp_unit, &base));
+    return SharedPart<T>{static_cast<T*>(base), static_cast<std::size_t>(bytes) / sizeof(T), disp_unit};
   }
 
   int set_errhandler(rma_Errhandler eh) { return rma_win_set_errhandler(win_, eh); }

@@ -45,6 +45,7 @@ extern "C" {
 #define RMA_ERR_ASSERT 53       /* invalid assertion */
 #define RMA_ERR_RMA_RANGE 55    /* target memory is outside the window */
 #define RMA_ERR_RMA_ATTACH 56   /* memory cannot be attached (or detached) */
+#define RMA_ERR_RMA_SHARED 57   /* memory cannot be shared (ranks on other hosts, a segment that cannot be mapped) */
 #define RMA_ERR_RMA_FLAVOR 58   /* the window's flavor does not allow the call */
 #define RMA_ERR_LASTCODE 0x3fffffff /* last error code (MPI_ERR_LASTCODE) */
 

@@ -1,12 +1,10 @@
 // The C functions of communicators (<rma/rma.h>, MPI 4.x chapter 7 as far
 // as windows need it): rank/size, barrier, dup, split, split_type,
 // create_group, free, compare, names and error handlers.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,18 +80,12 @@ std::vector<int> members_of(const rma_comm_s& comm, const std::vector<SplitEntry
   return world;
 }
 
-// This host's identity: its name and the kernel's boot id (two containers
-// with the same host name on different machines differ by boot id).
-std::uint64_t host_identity() {
-  char name[256] = {};
-  (void)gethostname(name, sizeof(name) - 1);
-  std::string id(name);
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string boot_id;
-  if (boot && std::getline(boot, boot_id)) id += "/" + boot_id;
-  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  for (unsigned char ch : id) h = (h ^ ch) * 0x100000001b3ull;
-  return h;
+// Which host this rank is on, as the transport plan decided it from every
+// rank's host identity (boot id, pid and network namespace, RMA_HOST_ID):
+// the ranks that can share memory (rma_win_allocate_shared), which is what
+// MPI's COMM_TYPE_SHARED means. The same index on every rank of one host.
+std::uint64_t host_of(Context& ctx) {
+  return static_cast<std::uint64_t>(ctx.eps().plan().host_of[static_cast<std::size_t>(ctx.rank())]);
 }
 
 Status check_out(const void* p, const char* name) {
@@ -187,7 +179,7 @@ int rma_comm_split_type(rma_Comm comm, int split_type, int key, rma_Info info, r
     RMA_RETURN_IF_ERROR(check_out(newcomm, "newcomm"));
     if (info != RMA_INFO_NULL && info == nullptr) return class_error(RMA_ERR_INFO, "info is not an info object");
     const bool bad = split_type != RMA_COMM_TYPE_SHARED && split_type != RMA_UNDEFINED;
-    const std::uint64_t host = host_identity();
+    const std::uint64_t host = host_of(ctx);
     RMA_ASSIGN_OR_RETURN(auto e, gather_split(ctx, c, SplitEntry{bad ? -1 : split_type, key, host}));
     const std::uint64_t seq = ++c.children;
     for (std::size_t i = 0; i < e.size(); ++i) {

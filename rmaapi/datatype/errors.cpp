@@ -48,6 +48,7 @@ constexpr ClassInfo kClasses[] = {
     {RMA_ERR_ASSERT, "RMA_ERR_ASSERT", "invalid assertion: ", "invalid assertion"},
     {RMA_ERR_RMA_RANGE, "RMA_ERR_RMA_RANGE", "out of the window: ", "target memory is outside the window"},
     {RMA_ERR_RMA_ATTACH, "RMA_ERR_RMA_ATTACH", "cannot attach: ", "memory cannot be attached to the window"},
+    {RMA_ERR_RMA_SHARED, "RMA_ERR_RMA_SHARED", "cannot share memory: ", "memory cannot be shared"},
     {RMA_ERR_RMA_FLAVOR, "RMA_ERR_RMA_FLAVOR", "wrong window flavor: ", "the window's flavor does not allow the call"},
     {RMA_ERR_LASTCODE, "RMA_ERR_LASTCODE", "", "last error code"},
 };

@@ -78,11 +78,16 @@ void api_put_signal(const char* routine, shmem_ctx_t ctx, void* dest, const void
   const std::size_t bytes = byte_count(r, routine, nelems, elem_bytes);
   // The data, then the signal, on the one RC connection to the target: the
   // target executes them in order, so the signal is never seen before its
-  // data.
+  // data. On the direct path the data is in place when put returns and the
+  // signal is a release store or a CPU atomic after it; when only one of
+  // the two is direct, the endpoint is completed in between.
   r.put(routine, dest, src, bytes, wpe, nbi, ch);
   if (sig_op == SHMEM_SIGNAL_SET) {
-    r.put(routine, sig_addr, &signal, 8, wpe, true, ch);  // inline: `signal` may go out of scope
+    r.put_flag(routine, sig_addr, signal, wpe, ch);
   } else {
+    if (r.direct(sig_addr, 8, wpe) != nullptr && r.direct(dest, bytes, wpe) == nullptr) {
+      r.fence(routine, ch);  // the data went through the endpoint: it lands first
+    }
     r.amo(routine, AmoOp::kAdd, sig_addr, 8, signal, 0, wpe, false, ch);
   }
 }

@@ -73,7 +73,7 @@ template <typename T>
 std::size_t wait_test(const char* routine, bool wait, Mode mode, T* ivars, std::size_t nelems, std::size_t* indices,
                       const int* status, int cmp, T value, const T* values) {
   Runtime& r = check(routine, ivars, nelems, status, cmp);
-  for (;;) {
+  for (std::uint32_t turns = 0;;) {
     std::size_t included = 0, first = SIZE_MAX;
     const std::size_t hits = scan(ivars, nelems, status, cmp, value, values, indices, included, first);
     if (hits != 0) r.sync_with_nic();
@@ -92,9 +92,10 @@ std::size_t wait_test(const char* routine, bool wait, Mode mode, T* ivars, std::
         if (hits != 0 || !wait) return hits;
         break;
     }
-    // The write that ends the wait arrives through this PE's NIC: progress
-    // it while waiting (a software NIC's background thread does too).
-    r.progress();
+    // The write that ends the wait arrives through this PE's NIC (or a
+    // peer's stores): progress it while waiting (a software NIC's
+    // background thread does too).
+    r.wait_turn(turns);
   }
 }
 
@@ -192,11 +193,19 @@ SHMEM_DEFINE(uint64_t, signal_wait_until, (uint64_t * sig_addr, int cmp, uint64_
 // ------------------------------------------------------------------ ordering
 // Every operation to one PE travels on one reliable-connected QP, which the
 // target executes in order: puts, AMOs and signals to a PE are delivered in
-// the order they were issued, which is what fence guarantees.
-SHMEM_DEFINE(void, fence, (void)) { (void)rma::shmem::rt("shmem_fence"); }
+// the order they were issued, which is what fence guarantees. With the
+// direct path (runtime.hpp) a fence also orders the CPU's stores and what
+// the endpoints still hold for the PEs it reaches directly (Runtime::fence).
+SHMEM_DEFINE(void, fence, (void)) {
+  rma::shmem::Runtime& r = rma::shmem::rt("shmem_fence");
+  rma::shmem::Lock lock(r);
+  r.fence("shmem_fence");
+}
 SHMEM_DEFINE(void, ctx_fence, (shmem_ctx_t ctx)) {
   rma::shmem::Runtime& r = rma::shmem::rt("shmem_ctx_fence");
-  (void)r.channel_of("shmem_ctx_fence", ctx);
+  rma::shmem::Channel* ch = r.channel_of("shmem_ctx_fence", ctx);
+  rma::shmem::Lock lock(r, ch);
+  r.fence("shmem_ctx_fence", ch);
 }
 SHMEM_DEFINE(void, quiet, (void)) {
   rma::shmem::Runtime& r = rma::shmem::rt("shmem_quiet");
@@ -260,11 +269,11 @@ long lock_cas(const char* routine, long* lock, long expected, long desired) {
 SHMEM_DEFINE(void, set_lock, (long* lock)) {
   rma::shmem::Runtime& r = rma::shmem::rt(kSetLock);
   const long mine = r.me + 1;
-  for (;;) {
+  for (std::uint32_t turns = 0;;) {
     const long holder = lock_cas(kSetLock, lock, 0, mine);
     if (holder == 0) break;
     if (holder == mine) r.fail(kSetLock, 0, "this PE already holds the lock (OpenSHMEM locks are not recursive)");
-    r.progress();
+    r.wait_turn(turns);
   }
 }
 SHMEM_DEFINE(int, test_lock, (long* lock)) {

@@ -17,6 +17,7 @@
 #include "rma/sdk/config.hpp"
 #include "rma/sdk/registry.hpp"
 #include "rma/version.hpp"
+#include "shmem/direct.hpp"
 
 // The predefined handles: fixed objects, so the handles are constants that
 // exist before shmem_init (their contents are filled in by it).
@@ -191,6 +192,18 @@ Status Runtime::map_peer_heaps() {
   return {};
 }
 
+void Runtime::choose_direct_heaps() {
+  direct_heaps.assign(static_cast<std::size_t>(npes), nullptr);
+  any_direct = false;
+  if (eps->plan().forced) return;  // everything on the forced provider's endpoints
+  for (int pe = 0; pe < npes; ++pe) {
+    std::byte* h = peer_heaps[static_cast<std::size_t>(pe)];
+    if (h == nullptr || eps->endpoint(pe).rail() != endpoint::kNodeRail) continue;
+    direct_heaps[static_cast<std::size_t>(pe)] = h;
+    any_direct = true;
+  }
+}
+
 void* Runtime::local_pointer(const void* addr, int wpe) const noexcept {
   if (wpe == me) return is_symmetric(addr, 1) ? const_cast<void*>(addr) : nullptr;
   if (wpe < 0 || wpe >= npes || shared->team_pe(wpe) < 0) return nullptr;
@@ -334,6 +347,7 @@ Status Runtime::setup(int requested) {
   world->my_pe = me;
   world->predefined = true;
   RMA_RETURN_IF_ERROR(map_peer_heaps());
+  choose_direct_heaps();
   shared->magic = shmem_team_s::kMagic;
   shared->predefined = true;
   g_default_ctx.magic = shmem_ctx_s::kMagic;
@@ -523,6 +537,10 @@ constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
 void Runtime::put(const char* routine, void* dest, const void* src, std::size_t bytes, int wpe, bool nbi,
                   Channel* channel) {
   if (bytes == 0) return;
+  if (std::byte* mapped = direct(dest, bytes, wpe)) [[likely]] {
+    std::memcpy(mapped, src, bytes);
+    return;
+  }
   Channel& ch = channel != nullptr ? *channel : main();
   const Remote r = remote(routine, dest, bytes, wpe, ch);
   endpoint::Endpoint& ep = ch.eps->endpoint(wpe);
@@ -583,6 +601,10 @@ void Runtime::put(const char* routine, void* dest, const void* src, std::size_t 
 void Runtime::get(const char* routine, void* dest, const void* src, std::size_t bytes, int wpe, bool nbi,
                   Channel* channel) {
   if (bytes == 0) return;
+  if (const std::byte* mapped = direct(src, bytes, wpe)) [[likely]] {
+    std::memcpy(dest, mapped, bytes);
+    return;
+  }
   Channel& ch = channel != nullptr ? *channel : main();
   const Remote r = remote(routine, src, bytes, wpe, ch);
   endpoint::Endpoint& ep = ch.eps->endpoint(wpe);
@@ -655,6 +677,13 @@ std::uint64_t Runtime::amo(const char* routine, AmoOp op, void* dest, std::size_
     std::snprintf(buf, sizeof buf, "the AMO target %p is not aligned to its %zu-byte type", dest, bytes);
     fail(routine, wpe, buf);
   }
+  if (std::byte* mapped = direct(dest, bytes, wpe)) [[likely]] {
+    if (bytes == 8) {
+      return cpu_amo<std::uint64_t>(op, reinterpret_cast<std::uint64_t*>(mapped), operand, compare);
+    }
+    return cpu_amo<std::uint32_t>(op, reinterpret_cast<std::uint32_t*>(mapped), static_cast<std::uint32_t>(operand),
+                                   static_cast<std::uint32_t>(compare));
+  }
   // Every AMO works on the aligned 8-byte word holding its target, with the
   // NIC's 8-byte atomics only, so AMOs of any kind on one location (from any
   // PE, the target itself included, which reaches its own memory through
@@ -692,11 +721,42 @@ std::uint64_t Runtime::amo(const char* routine, AmoOp op, void* dest, std::size_
 
 void Runtime::quiet(const char* routine, Channel* channel) {
   Channel& ch = channel != nullptr ? *channel : main();
+  if (any_direct) full_fence();  // the direct path's stores are complete and visible
   const StatusCode rc = ch.eps->flush_all();
   for (int pe = 0; pe < npes; ++pe) {
     if (ch.eps->endpoint(pe).broken()) transport_failure(ch, routine, pe, rc);
   }
   if (rc != StatusCode::kOk) transport_failure(ch, routine, me, rc);
+}
+
+void Runtime::fence(const char* routine, Channel* channel) {
+  if (!any_direct) return;  // one QP per PE delivers in order
+  full_fence();
+  Channel& ch = channel != nullptr ? *channel : main();
+  for (int pe = 0; pe < npes; ++pe) {
+    if (direct_heaps[static_cast<std::size_t>(pe)] == nullptr) continue;
+    endpoint::Endpoint& ep = ch.eps->endpoint(pe);
+    if (ep.idle()) continue;
+    // Puts to the PE's globals still in flight must land before any later
+    // direct store to its heap.
+    const StatusCode rc = ep.flush();
+    if (rc != StatusCode::kOk) transport_failure(ch, routine, pe, rc);
+  }
+}
+
+void Runtime::put_flag(const char* routine, std::uint64_t* dest, std::uint64_t value, int wpe, Channel* channel) {
+  if (std::byte* mapped = direct(dest, 8, wpe)) [[likely]] {
+    Channel& ch = channel != nullptr ? *channel : main();
+    endpoint::Endpoint& ep = ch.eps->endpoint(wpe);
+    if (!ep.idle()) {
+      // The data went through the endpoint (a global): it lands first.
+      const StatusCode rc = ep.flush();
+      if (rc != StatusCode::kOk) transport_failure(ch, routine, wpe, rc);
+    }
+    __atomic_store_n(reinterpret_cast<std::uint64_t*>(mapped), value, __ATOMIC_RELEASE);
+    return;
+  }
+  put(routine, dest, &value, 8, wpe, true, channel);  // inline: `value` may go out of scope
 }
 
 void Runtime::progress() noexcept {
@@ -713,6 +773,11 @@ void Runtime::progress() noexcept {
   eps->progress();
 }
 
+void Runtime::wait_turn(std::uint32_t& turns) noexcept {
+  progress();
+  if ((++turns & 63u) == 0) sched_yield();
+}
+
 void Runtime::sync_with_nic() noexcept {
   Lock lock(*this);
   eps->progress();
@@ -722,13 +787,13 @@ void Runtime::sync_with_nic() noexcept {
 
 void Runtime::signal(int wpe) {
   const std::uint64_t value = ++sent[static_cast<std::size_t>(wpe)];
-  put("shmem collective", const_cast<std::uint64_t*>(&signal_in[me]), &value, 8, wpe, true);
+  put_flag("shmem collective", const_cast<std::uint64_t*>(&signal_in[me]), value, wpe);
 }
 
 void Runtime::wait_signal(int wpe) {
   const std::uint64_t want = ++consumed[static_cast<std::size_t>(wpe)];
   volatile std::uint64_t* slot = &signal_in[wpe];
-  while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) < want) eps->progress();
+  for (std::uint32_t turns = 0; __atomic_load_n(slot, __ATOMIC_ACQUIRE) < want;) wait_turn(turns);
   eps->progress();  // synchronizes with the NIC's write (see sync_with_nic)
 }
 

@@ -15,6 +15,16 @@
 // routine, the PE and what was wrong, then the job ends as shmem_global_exit
 // ends it (fail()).
 //
+// The direct path: to a PE whose heap is mapped here (SHMEM_TEAM_SHARED's
+// PEs, which the node rail serves) and when no provider is forced
+// (RMA_PROVIDER keeps everything on the endpoints), put and get of heap
+// memory are memcpy into and out of the mapping and AMOs CPU atomics on it
+// (shmem/direct.hpp), complete when the call returns; the program's
+// globals (private memory of each process) stay on the endpoints. The
+// software NICs execute remote atomics as CPU atomics on the target's
+// memory, so an AMO here and one from another host through the NIC on the
+// same word are atomic with respect to each other.
+//
 // Threading: under SHMEM_THREAD_MULTIPLE every call into the endpoint manager
 // holds `mutex` (the manager belongs to one thread at a time); under the
 // other levels the lock is skipped.
@@ -126,6 +136,18 @@ class Runtime {
   std::size_t heap_bytes = 0;
   int heap_fd = -1;                      // the heap's memfd (-1: anonymous memory)
   std::vector<std::byte*> peer_heaps;    // every PE's heap mapped here, or nullptr
+  // The heaps the direct path reaches (see above): peer_heaps[pe] when the
+  // node rail serves pe and no provider is forced, else nullptr.
+  std::vector<std::byte*> direct_heaps;
+  bool any_direct = false;
+  // Where symmetric [addr, addr + bytes) of world PE wpe is mapped here when
+  // the direct path reaches it (heap memory of a direct PE), else nullptr.
+  std::byte* direct(const void* addr, std::size_t bytes, int wpe) const noexcept {
+    std::byte* base = direct_heaps[static_cast<std::size_t>(wpe)];
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(addr) - reinterpret_cast<std::uintptr_t>(heap);
+    if (base == nullptr || off > heap_bytes || bytes > heap_bytes - off) return nullptr;
+    return base + off;
+  }
 
   std::size_t reserved = 0;
   SymmetricAllocator alloc;
@@ -175,7 +197,20 @@ class Runtime {
   std::uint64_t amo(const char* routine, AmoOp op, void* dest, std::size_t bytes, std::uint64_t operand,
                     std::uint64_t compare, int wpe, bool fetch, Channel* ch = nullptr);
   void quiet(const char* routine, Channel* ch = nullptr);
+  // Orders this PE's puts, AMOs and signals to each PE (shmem_fence): the
+  // direct path's stores by a fence, and what the endpoints still hold for a
+  // PE that is also reached directly by completing it first (one QP keeps
+  // the rest in order).
+  void fence(const char* routine, Channel* ch = nullptr);
+  // An 8-byte flag (signal) that must not be seen before the data put ahead
+  // of it to the same PE: a release store on the direct path (after
+  // completing what the endpoint still holds for that PE), else a put.
+  void put_flag(const char* routine, std::uint64_t* dest, std::uint64_t value, int wpe, Channel* ch = nullptr);
   void progress() noexcept;
+  // One turn of a wait for another PE: progress, and every 64 turns let
+  // the CPU go (sched_yield), so that a PE whose action is awaited runs
+  // when the job has more PEs than free cores.
+  void wait_turn(std::uint32_t& turns) noexcept;
   // After a wait saw the NIC's write land: one progress under the lock, so
   // this thread synchronizes with the NIC (a software NIC writes under its
   // device lock) before it reads the data that came with the write.
@@ -187,12 +222,13 @@ class Runtime {
   // Waits (progressing) until pred() is true.
   template <typename Pred>
   void wait_local(Pred pred) {
-    while (!pred()) progress();
+    for (std::uint32_t turns = 0; !pred();) wait_turn(turns);
   }
 
  private:
   Status setup(int requested);
   Status map_peer_heaps();
+  void choose_direct_heaps();
   void report_environment() const;
   Status open_channel(const endpoint::TransportPlan& plan, const std::string& key);
   std::uint64_t nic_atomic(Channel& ch, const char* routine, int wpe, Remote r, bool cas, std::uint64_t compare_add,

@@ -14,7 +14,10 @@
 //    target, so RC ordering keeps the WRITE before the unlock. This path
 //    completes before the call returns.
 // Accumulates from one origin to one target run in order on one QP (the
-// default accumulate_ordering rar,raw,war,waw).
+// default accumulate_ordering rar,raw,war,waw). To a peer whose window is
+// mapped here (PeerWindow::direct) the same methods run as CPU atomics on
+// the mapped word and copies under the same accumulate lock (direct.hpp):
+// a location is changed the same way whichever path an origin takes.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +28,7 @@
 #include "datatype/errors.hpp"
 #include "datatype/pack.hpp"
 #include "datatype/transfer_planner.hpp"
+#include "window/direct.hpp"
 #include "window/operation_checks.hpp"
 #include "window/reduce.hpp"
 #include "window/thread_level.hpp"
@@ -37,9 +41,10 @@ using endpoint::OnComplete;
 
 Result<std::uint64_t> meta_atomic(rma_win_s* win, int target, std::uint64_t word, Opcode op,
                                   std::uint64_t compare_add, std::uint64_t swap) {
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  if (p.direct_meta != nullptr) return direct::atomic(p.direct_meta + word, op, compare_add, swap);
   endpoint::EndpointManager& eps = win->ctx->eps();
   Endpoint& ep = win->endpoint(target);
-  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
   endpoint::Request r;
   std::uint64_t value = 0;
   StatusCode rc = ep.post_atomic(op, p.meta + word * 8, p.meta_rkey, compare_add, swap,
@@ -99,6 +104,8 @@ const TypeLayout& byte_layout() { return rma_dt_byte_.layout; }
 Status move_scratch(rma_win_s* win, const char* call, int target, const Context::Scratch& s,
                     std::byte* dst, std::int64_t bytes, const Target& t, int tcount,
                     const TypeLayout& tl, Opcode opcode) {
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  if (p.direct) return direct::copy(p, dst, bytes, byte_layout(), t.base, tcount, tl, opcode == Opcode::kRdmaWrite);
   Endpoint& ep = win->endpoint(target);
   OneRegistration reg{s.begin, s.end, s.lkey[ep.rail()]};
   RMA_ASSIGN_OR_RETURN(
@@ -165,6 +172,8 @@ Alignment alignment_of(const TypeLayout& tl, int count, std::uint64_t base) {
 Result<std::uint64_t> word_atomic(rma_win_s* win, const char* call, int target, std::uint64_t addr,
                                   std::uint32_t rkey, Opcode op, std::uint64_t compare_add,
                                   std::uint64_t swap) {
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  if (p.direct) return direct::atomic(reinterpret_cast<std::uint64_t*>(p.local(addr)), op, compare_add, swap);
   endpoint::EndpointManager& eps = win->ctx->eps();
   Endpoint& ep = win->endpoint(target);
   endpoint::Request r;
@@ -178,6 +187,16 @@ Result<std::uint64_t> word_atomic(rma_win_s* win, const char* call, int target, 
 // READ or WRITE 8 bytes between scratch `at` and `addr` on `target`, waited for.
 Status move_word(rma_win_s* win, const char* call, int target, const Context::Scratch& s,
                  std::byte* at, std::uint64_t addr, std::uint32_t rkey, Opcode op) {
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  if (p.direct) {
+    // Under the accumulate lock: plain copies, as the NIC's READ and WRITE.
+    if (op == Opcode::kRdmaWrite) {
+      std::memcpy(p.local(addr), at, 8);
+    } else {
+      std::memcpy(at, p.local(addr), 8);
+    }
+    return {};
+  }
   endpoint::EndpointManager& eps = win->ctx->eps();
   Endpoint& ep = win->endpoint(target);
   endpoint::Request r;
@@ -240,7 +259,9 @@ Status accumulate_words(rma_win_s* win, const char* call, const OpArgs& a, bool 
   Context& ctx = *win->ctx;
   const std::int64_t nelem = bytes / 8;
   const bool posted_add = op == OpKind::kNoOp || (op == OpKind::kSum && is_int64_like(elem));
-  if (!fetch && req == nullptr && !posted_add && !some_misaligned && ordering_none(win)) {
+  const PeerWindow& peer = win->peers[static_cast<std::size_t>(a.target)];
+  // A mapped target's loops cost no round trips: nothing to gain by deferring.
+  if (!fetch && req == nullptr && !posted_add && !some_misaligned && ordering_none(win) && !peer.direct) {
     return defer_words(win, call, a, op, elem, t, tl, ol, bytes);
   }
   // The lock first: waiting for it lets other threads of this rank run
@@ -281,6 +302,12 @@ Status accumulate_words(rma_win_s* win, const char* call, const OpArgs& a, bool 
         apply_op(op, elem, s.a, &value, 1);
         RMA_RETURN_IF_ERROR(move_word(win, call, a.target, s, s.a, taddr, t.rkey, Opcode::kRdmaWrite));
       }
+      continue;
+    }
+    if (posted_add && peer.direct) {
+      const std::uint64_t old = direct::atomic(reinterpret_cast<std::uint64_t*>(peer.local(taddr)),
+                                               Opcode::kAtomicFetchAdd, op == OpKind::kNoOp ? 0 : value, 0);
+      if (result != nullptr) std::memcpy(result, &old, 8);
       continue;
     }
     if (posted_add) {
@@ -432,6 +459,19 @@ Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
   // get -> compute -> put under the target's accumulate lock.
   AccLock lock(win, a.target);
   RMA_RETURN_IF_ERROR(lock.acquire(call));
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct && tl->is_dense() && (!fetch || rl->is_dense()) && (op == OpKind::kNoOp || ol->is_dense())) {
+    // A mapped target, every side one run: the op runs on the target's
+    // bytes in place (apply_op needs its operands aligned for the element).
+    std::byte* there = p.local(t.base);
+    const auto align = static_cast<std::uintptr_t>(std::max<std::int64_t>(elem->layout.alignment, 1)) - 1;
+    if ((reinterpret_cast<std::uintptr_t>(there) & align) == 0 &&
+        (op == OpKind::kNoOp || (reinterpret_cast<std::uintptr_t>(a.origin) & align) == 0)) {
+      if (fetch) std::memcpy(a.result, there, static_cast<std::size_t>(bytes));
+      apply_op(op, elem, there, a.origin, static_cast<std::size_t>(nelem));
+      return lock.release();
+    }
+  }
   RMA_ASSIGN_OR_RETURN(Context::Scratch s, ctx.scratch(static_cast<std::size_t>(bytes)));
   RMA_RETURN_IF_ERROR(move_scratch(win, call, a.target, s, s.a, bytes, t, a.target_count, *tl,
                                    Opcode::kRdmaRead));
@@ -472,6 +512,13 @@ Status compare_and_swap(rma_win_s* win, const char* call, const OpArgs& a,
     std::uint64_t compare = 0, swap = 0;
     std::memcpy(&compare, a.compare, 8);
     std::memcpy(&swap, a.origin, 8);
+    const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+    if (p.direct) {
+      const std::uint64_t old = direct::atomic(reinterpret_cast<std::uint64_t*>(p.local(t.base)),
+                                               Opcode::kAtomicCmpSwap, compare, swap);
+      std::memcpy(a.result, &old, 8);
+      return {};
+    }
     const StatusCode rc = win->endpoint(a.target).post_atomic(Opcode::kAtomicCmpSwap, t.base, t.rkey, compare,
                                                               swap, OnComplete{req, {}, a.result, 8});
     if (rc != StatusCode::kOk) return transport_error(win, call, a.target, rc);

@@ -233,6 +233,8 @@ int rma_win_set_info(rma_Win win, rma_Info info) {
     RMA_RETURN_IF_ERROR(check_info_handle(info, true));
     WindowHints h = win->hints;
     Status local = apply_window_hints(info, h);
+    // The memory's layout was chosen at creation; the hint cannot move it.
+    h.alloc_shared_noncontig = win->hints.alloc_shared_noncontig;
     const bool locked = win->lock_all || std::any_of(win->locks.begin(), win->locks.end(),
                                                      [](std::uint8_t l) { return l != 0; });
     if (local.ok() && h.no_locks && locked) {

@@ -1,6 +1,7 @@
 // The C functions of <rma/rma.h> that make, free and describe windows
-// (MPI 4.x 12.2, 12.2.6): create, allocate, create_dynamic, attach, detach,
-// free, get_attr on the predefined keyvals, get_group.
+// (MPI 4.x 12.2, 12.2.6): create, allocate, allocate_shared, shared_query,
+// create_dynamic, attach, detach, free, get_attr on the predefined keyvals,
+// get_group.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -41,8 +42,7 @@ int rma_win_create(void* base, rma_Aint size, int disp_unit, rma_Info info, rma_
     rma_comm_s* on = nullptr;
     RMA_RETURN_IF_ERROR(check_create_args(*c, size, disp_unit, info, comm, win, hints, on));
     if (base == nullptr && size > 0) return class_error(RMA_ERR_BASE, "base is null but size is " + std::to_string(size));
-    RMA_ASSIGN_OR_RETURN(*win, create_window(*c, *on, RMA_WIN_FLAVOR_CREATE, base, size, disp_unit));
-    (*win)->hints = std::move(hints);
+    RMA_ASSIGN_OR_RETURN(*win, create_window(*c, *on, RMA_WIN_FLAVOR_CREATE, base, size, disp_unit, hints));
     return {};
   });
 }
@@ -55,8 +55,8 @@ int rma_win_allocate(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm,
     rma_comm_s* on = nullptr;
     RMA_RETURN_IF_ERROR(check_create_args(*c, size, disp_unit, info, comm, win, hints, on));
     if (baseptr == nullptr) return arg_error("baseptr is null");
-    RMA_ASSIGN_OR_RETURN(rma_win_s * w, create_window(*c, *on, RMA_WIN_FLAVOR_ALLOCATE, nullptr, size, disp_unit));
-    w->hints = std::move(hints);
+    RMA_ASSIGN_OR_RETURN(rma_win_s * w,
+                         create_window(*c, *on, RMA_WIN_FLAVOR_ALLOCATE, nullptr, size, disp_unit, hints));
     *static_cast<void**>(baseptr) = w->base;
     *win = w;
     return {};
@@ -69,8 +69,60 @@ int rma_win_create_dynamic(rma_Info info, rma_Comm comm, rma_Win* win) {
     WindowHints hints;
     rma_comm_s* on = nullptr;
     RMA_RETURN_IF_ERROR(check_create_args(*c, 0, 1, info, comm, win, hints, on));
-    RMA_ASSIGN_OR_RETURN(*win, create_window(*c, *on, RMA_WIN_FLAVOR_DYNAMIC, nullptr, 0, 1));
-    (*win)->hints = std::move(hints);
+    RMA_ASSIGN_OR_RETURN(*win, create_window(*c, *on, RMA_WIN_FLAVOR_DYNAMIC, nullptr, 0, 1, hints));
+    return {};
+  });
+}
+
+int rma_win_allocate_shared(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, void* baseptr,
+                            rma_Win* win) {
+  return run_window_call(nullptr, "rma_win_allocate_shared", [&]() -> Status {
+    RMA_ASSIGN_OR_RETURN(Context * c, context());
+    WindowHints hints;
+    rma_comm_s* on = nullptr;
+    RMA_RETURN_IF_ERROR(check_create_args(*c, size, disp_unit, info, comm, win, hints, on));
+    if (baseptr == nullptr) return arg_error("baseptr is null");
+    RMA_ASSIGN_OR_RETURN(rma_win_s * w,
+                         create_window(*c, *on, RMA_WIN_FLAVOR_SHARED, nullptr, size, disp_unit, hints));
+    *static_cast<void**>(baseptr) = w->base;
+    *win = w;
+    return {};
+  });
+}
+
+int rma_win_shared_query(rma_Win win, int rank, rma_Aint* size, int* disp_unit, void* baseptr) {
+  return win_call(win, "rma_win_shared_query", [&]() -> Status {
+    if (win->flavor != RMA_WIN_FLAVOR_SHARED) {
+      return class_error(RMA_ERR_RMA_FLAVOR, "the window was not made by rma_win_allocate_shared (flavor " +
+                                                 std::to_string(win->flavor) + "): its memory is not shared");
+    }
+    const int n = static_cast<int>(win->peers.size());
+    if (rank != RMA_PROC_NULL && (rank < 0 || rank >= n)) {
+      return class_error(RMA_ERR_RANK, "rank " + std::to_string(rank) +
+                                           " is neither RMA_PROC_NULL nor a rank of the window's group (size " +
+                                           std::to_string(n) + ")");
+    }
+    if (size == nullptr || disp_unit == nullptr || baseptr == nullptr) {
+      return arg_error("size, disp_unit or baseptr is null");
+    }
+    int r = rank;
+    if (r == RMA_PROC_NULL) {
+      // The lowest rank with memory; none: size 0 and NULL (MPI 4.x 12.2.3).
+      r = -1;
+      for (int t = 0; t < n && r < 0; ++t) {
+        if (win->peers[static_cast<std::size_t>(t)].size > 0) r = t;
+      }
+      if (r < 0) {
+        *size = 0;
+        *disp_unit = win->disp_unit;
+        *static_cast<void**>(baseptr) = nullptr;
+        return {};
+      }
+    }
+    const PeerWindow& p = win->peers[static_cast<std::size_t>(r)];
+    *size = static_cast<rma_Aint>(p.size);
+    *disp_unit = p.disp_unit;
+    *static_cast<void**>(baseptr) = p.size > 0 ? p.mapped : nullptr;
     return {};
   });
 }

@@ -22,6 +22,22 @@ bool live_window(rma_win_s* w) noexcept;
 // only handle check (check_window gives the messages).
 bool owned_window(rma_win_s* w) noexcept;
 
+// Runs a data-path shortcut (true: the call is done): without the API lock
+// when the calling thread's context owns `win` below RMA_THREAD_MULTIPLE
+// (then one thread at a time calls librma), under it otherwise. False sends
+// the caller down its checked path, which takes the lock itself, so that
+// its error handler runs outside it.
+template <typename Fast>
+bool run_fast(rma_win_s* win, Fast&& fast) noexcept {
+  Context* c = current_context();
+  if (win != nullptr && win->magic == rma_win_s::kMagic && win->ctx == c &&
+      c->thread_level() != RMA_THREAD_MULTIPLE) [[likely]] {
+    return fast();
+  }
+  ApiCallLock serialized;
+  return owned_window(win) && fast();
+}
+
 // Renders the error ("<call> on rank R: <CLASS>: <detail>"), records it for
 // rma_last_error_message and applies the handler. Runs outside any try
 // block: a custom handler may throw (the C++ API's rma::Error) or not

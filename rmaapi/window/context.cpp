@@ -10,16 +10,16 @@
 #include "window/window.hpp"
 
 namespace rma::api {
+
+constinit thread_local Context* t_current_context = nullptr;
+Context* g_current_context = nullptr;
+
 namespace {
 constexpr const char* kTimeoutVar = "RMA_WAIT_TIMEOUT_MS";
 constexpr const char* kSqDepthVar = "RMA_SQ_DEPTH";
 
 thread_local std::unique_ptr<Context> t_context;
-// Raw copies for current_context(): a trivially initialised thread_local
-// needs no TLS init guard on every access.
-thread_local Context* t_current = nullptr;
 std::unique_ptr<Context> g_context;
-Context* g_current = nullptr;
 bool g_finalized = false;
 
 // Declared at load time so that rma_info lists them without an rma_init.
@@ -87,11 +87,7 @@ Context::~Context() {
   // Windows the program never freed (no rma_finalize): release their
   // registrations before the cache goes, locally; nobody may use them now.
   for (rma_win_s* w : windows) {
-    w->attached.clear();
-    w->win_reg.reset();
-    w->meta_reg.reset();
-    std::free(w->meta);
-    if (w->owns_memory) std::free(w->base);
+    release_window_memory(w);
     w->magic = 0;
     delete w;
   }
@@ -181,27 +177,23 @@ void Context::release_request(rma_request_s* r) noexcept {
   free_requests_.push_back(r);  // never reallocates: see new_request()
 }
 
-Context* current_context() noexcept {
-  Context* c = t_current;
-  return c != nullptr ? c : g_current;
-}
-void borrow_context(Context* ctx) noexcept { t_current = ctx != nullptr ? ctx : t_context.get(); }
+void borrow_context(Context* ctx) noexcept { t_current_context = ctx != nullptr ? ctx : t_context.get(); }
 void set_thread_context(std::unique_ptr<Context> ctx) noexcept {
   t_context = std::move(ctx);
-  t_current = t_context.get();
+  t_current_context = t_context.get();
 }
 std::unique_ptr<Context> take_thread_context() noexcept {
-  t_current = nullptr;
+  t_current_context = nullptr;
   return std::move(t_context);
 }
 void set_process_context(std::unique_ptr<Context> ctx) noexcept {
   g_context = std::move(ctx);
-  g_current = g_context.get();
+  g_current_context = g_context.get();
   g_finalized = false;
 }
 std::unique_ptr<Context> take_process_context() noexcept {
   if (g_context) g_finalized = true;
-  g_current = nullptr;
+  g_current_context = nullptr;
   return std::move(g_context);
 }
 bool process_finalized() noexcept { return g_finalized; }

@@ -115,8 +115,16 @@ class Context {
   std::unique_ptr<Mailbox> mailbox_;
 };
 
+// Raw pointers current_context() reads (context.cpp owns what they point to):
+// a trivially initialised thread_local needs no TLS init guard, and inline
+// reads keep the data path's handle check to two loads.
+extern constinit thread_local Context* t_current_context;
+extern Context* g_current_context;
 // The calling thread's context, else the process's; nullptr before rma_init.
-Context* current_context() noexcept;
+inline Context* current_context() noexcept {
+  Context* c = t_current_context;
+  return c != nullptr ? c : g_current_context;
+}
 // Installs (or clears) the calling thread's context; the thread owns it.
 void set_thread_context(std::unique_ptr<Context> ctx) noexcept;
 std::unique_ptr<Context> take_thread_context() noexcept;

@@ -99,6 +99,7 @@ Status apply_window_hints(const rma_info_s* info, WindowHints& hints) {
   RMA_RETURN_IF_ERROR(read_bool(*info, "no_locks", h.no_locks));
   RMA_RETURN_IF_ERROR(read_bool(*info, "same_size", h.same_size));
   RMA_RETURN_IF_ERROR(read_bool(*info, "same_disp_unit", h.same_disp_unit));
+  RMA_RETURN_IF_ERROR(read_bool(*info, "alloc_shared_noncontig", h.alloc_shared_noncontig));
   if (const std::string* v = info->find("accumulate_ordering")) {
     if (!valid_ordering(*v)) {
       return value_error("accumulate_ordering", *v, "none or a comma-separated list of rar, raw, war, waw");
@@ -119,6 +120,7 @@ void window_hints_to_info(const WindowHints& hints, rma_info_s& out) {
   out.set("accumulate_ops", hints.accumulate_ops);
   out.set("same_size", hints.same_size ? "true" : "false");
   out.set("same_disp_unit", hints.same_disp_unit ? "true" : "false");
+  out.set("alloc_shared_noncontig", hints.alloc_shared_noncontig ? "true" : "false");
 }
 
 }  // namespace rma::api

@@ -45,6 +45,9 @@ struct WindowHints {
   std::string accumulate_ops = "same_op_no_op";       // "accumulate_ops"
   bool same_size = false;                             // "same_size"
   bool same_disp_unit = false;                        // "same_disp_unit"
+  // rma_win_allocate_shared only: each rank's memory in a segment of its
+  // own instead of one contiguous segment. Fixed at creation.
+  bool alloc_shared_noncontig = false;                // "alloc_shared_noncontig"
 };
 
 // Overrides `hints` with the keys of `info` (may be RMA_INFO_NULL) that

@@ -1,6 +1,8 @@
 // Communication calls: put and get (checked paths and the fast paths for
 // small dense transfers). The accumulates and compare_and_swap are in
-// accumulate.cpp, the checks they all share in operation_checks.cpp.
+// accumulate.cpp, the checks they all share in operation_checks.cpp. To a
+// peer whose window is mapped here (PeerWindow::direct) both paths end in a
+// copy instead of a work request (direct.hpp).
 //
 // Every call checks its arguments, its epoch and the whole target range
 // against the target's window (known from creation, or from the target's
@@ -11,6 +13,7 @@
 
 #include "datatype/pack.hpp"
 #include "datatype/transfer_planner.hpp"
+#include "window/direct.hpp"
 #include "window/operation_checks.hpp"
 #include "window/thread_level.hpp"
 #include "window/window.hpp"
@@ -91,6 +94,8 @@ Status put(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
   Transfer x;
   RMA_RETURN_IF_ERROR(check_transfer(win, call, a.origin, a, x));
   if (x.bytes == 0) return {};
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct) return direct::copy(p, a.origin, a.origin_count, *x.ol, x.t.base, a.target_count, *x.tl, true);
   Endpoint& ep = win->endpoint(a.target);
   if (static_cast<std::uint64_t>(x.bytes) <= ep.max_inline() && x.ol->is_dense() && x.tl->is_dense()) {
     // Small and contiguous: the payload travels in the work request, so the
@@ -114,6 +119,8 @@ Status get(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
   Transfer x;
   RMA_RETURN_IF_ERROR(check_transfer(win, call, a.result, a, x));
   if (x.bytes == 0) return {};
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (p.direct) return direct::copy(p, a.result, a.origin_count, *x.ol, x.t.base, a.target_count, *x.tl, false);
   Endpoint& ep = win->endpoint(a.target);
   if (static_cast<std::uint64_t>(x.bytes) <= ep.bounce_bytes() && x.ol->is_dense() && x.tl->is_dense()) {
     // Small and contiguous: read into the slot's registered bounce area and
@@ -137,9 +144,10 @@ Status get(rma_win_s* win, const char* call, const OpArgs& a, endpoint::Request*
 // ---------------------------------------------------------------- fast paths
 //
 // The common small operations on predefined (or dense) types, checked with
-// plain comparisons and posted directly. Anything unusual — an error, a
-// derived type, a dynamic window, a size past the inline/bounce limit —
-// returns false without posting and the caller takes the checked path, which
+// plain comparisons and posted directly, or, to a mapped peer, copied or
+// done with a CPU atomic at once. Anything unusual — an error, a derived
+// type, a dynamic window, a size past the inline/bounce limit — returns
+// false without doing anything and the caller takes the checked path, which
 // handles it (and reports errors with messages).
 namespace {
 
@@ -148,8 +156,8 @@ bool fast_type(rma_Datatype t) noexcept {
 }
 
 bool fast_target(rma_win_s* win, int target, rma_Aint disp, std::uint64_t bytes, Target& t) noexcept {
-  if (static_cast<std::size_t>(target) >= win->peers.size() || win->flavor == RMA_WIN_FLAVOR_DYNAMIC ||
-      !win->may_access(target)) {
+  if (static_cast<unsigned>(target) >= static_cast<unsigned>(win->npeers) ||
+      win->flavor == RMA_WIN_FLAVOR_DYNAMIC || !win->may_access(target)) {
     return false;
   }
   const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
@@ -163,13 +171,29 @@ bool fast_target(rma_win_s* win, int target, rma_Aint disp, std::uint64_t bytes,
   return true;
 }
 
+// Where `bytes` at `disp` of a mapped peer's window are here, when the
+// target is such a peer, an epoch allows the access and the range is inside
+// its window; else nullptr. (Direct peers are never of dynamic windows.)
+std::byte* fast_direct(rma_win_s* win, int target, rma_Aint disp, std::uint64_t bytes) noexcept {
+  if (static_cast<unsigned>(target) >= static_cast<unsigned>(win->npeers)) return nullptr;
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
+  PlacedRange r;
+  if (!p.direct || !win->may_access(target) || bytes > static_cast<std::uint64_t>(INT64_MAX) ||
+      place(r, p.disp_unit, p.size, disp, 0, static_cast<std::int64_t>(bytes)) != Placement::kInside) {
+    return nullptr;
+  }
+  return p.mapped + r.off;
+}
+
 bool fast_bytes(const FastArgs& a, std::uint64_t& bytes) noexcept {
-  if (a.origin_count <= 0 || a.target_count <= 0 || !fast_type(a.origin_type) || !fast_type(a.target_type)) {
+  if (a.origin_count <= 0 || !fast_type(a.origin_type) ||
+      __builtin_mul_overflow(static_cast<std::uint64_t>(a.origin_count),
+                             static_cast<std::uint64_t>(a.origin_type->layout.size), &bytes)) {
     return false;
   }
+  if (a.target_type == a.origin_type && a.target_count == a.origin_count) return bytes > 0;  // the usual call
   std::uint64_t tb = 0;
-  if (__builtin_mul_overflow(static_cast<std::uint64_t>(a.origin_count),
-                             static_cast<std::uint64_t>(a.origin_type->layout.size), &bytes) ||
+  if (a.target_count <= 0 || !fast_type(a.target_type) ||
       __builtin_mul_overflow(static_cast<std::uint64_t>(a.target_count),
                              static_cast<std::uint64_t>(a.target_type->layout.size), &tb)) {
     return false;
@@ -177,15 +201,32 @@ bool fast_bytes(const FastArgs& a, std::uint64_t& bytes) noexcept {
   return bytes == tb && bytes > 0;
 }
 
+// memcpy for the sizes of one element inline (no library call), else memcpy.
+inline void copy_bytes(void* to, const void* from, std::uint64_t bytes) noexcept {
+  switch (bytes) {
+    case 1: std::memcpy(to, from, 1); return;
+    case 2: std::memcpy(to, from, 2); return;
+    case 4: std::memcpy(to, from, 4); return;
+    case 8: std::memcpy(to, from, 8); return;
+    case 16: std::memcpy(to, from, 16); return;
+    default: std::memcpy(to, from, bytes);
+  }
+}
+
 }  // namespace
 
 bool put_fast(rma_win_s* win, const FastArgs& a) noexcept {
   std::uint64_t bytes = 0;
-  Target t;
   if (a.origin == nullptr || !fast_bytes(a, bytes)) return false;
-  if (static_cast<std::size_t>(a.target) >= win->peers.size()) return false;  // before indexing
+  if (std::byte* there = fast_direct(win, a.target, a.target_disp, bytes)) [[likely]] {
+    // Any size: a store into the peer's mapped window, complete on return.
+    copy_bytes(there, a.origin, bytes);
+    return true;
+  }
+  Target t;
+  if (!fast_target(win, a.target, a.target_disp, bytes, t)) return false;
   Endpoint& ep = win->endpoint(a.target);
-  if (bytes > ep.max_inline() || !fast_target(win, a.target, a.target_disp, bytes, t)) return false;
+  if (bytes > ep.max_inline()) return false;
   Sge s{reinterpret_cast<std::uint64_t>(a.origin), static_cast<std::uint32_t>(bytes), 0};
   WorkRequest wr;
   wr.opcode = Opcode::kRdmaWrite;
@@ -198,11 +239,15 @@ bool put_fast(rma_win_s* win, const FastArgs& a) noexcept {
 
 bool get_fast(rma_win_s* win, const FastArgs& a) noexcept {
   std::uint64_t bytes = 0;
-  Target t;
   if (a.origin == nullptr || !fast_bytes(a, bytes)) return false;
-  if (static_cast<std::size_t>(a.target) >= win->peers.size()) return false;  // before indexing
+  if (const std::byte* there = fast_direct(win, a.target, a.target_disp, bytes)) [[likely]] {
+    copy_bytes(const_cast<void*>(a.origin), there, bytes);
+    return true;
+  }
+  Target t;
+  if (!fast_target(win, a.target, a.target_disp, bytes, t)) return false;
   Endpoint& ep = win->endpoint(a.target);
-  if (bytes > ep.bounce_bytes() || !fast_target(win, a.target, a.target_disp, bytes, t)) return false;
+  if (bytes > ep.bounce_bytes()) return false;
   if (ep.reserve(true) != StatusCode::kOk) return false;
   const Sge s = ep.bounce(static_cast<std::uint32_t>(bytes));
   WorkRequest wr;
@@ -220,17 +265,54 @@ bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result_v, 
   const bool noop = opv == static_cast<std::intptr_t>(OpKind::kNoOp);
   // Recorded accumulates run first under any ordering but none (accumulate()).
   if (win->deferred && !win->deferred->empty() && !ordering_none(win)) return false;
-  Target t;
   if ((!sum && !noop) || result == nullptr || (sum && a.origin == nullptr) ||
       a.target_type == nullptr || a.target_type->magic != rma_datatype_s::kMagic ||
-      !a.target_type->predefined || !is_int64_like(a.target_type) ||
-      !fast_target(win, a.target, a.target_disp, 8, t) || (t.base & 7u) != 0) {
+      !a.target_type->predefined || !is_int64_like(a.target_type)) {
     return false;
   }
   std::uint64_t add = 0;
   if (sum) std::memcpy(&add, a.origin, 8);
+  if (std::byte* there = fast_direct(win, a.target, a.target_disp, 8)) [[likely]] {
+    if ((reinterpret_cast<std::uintptr_t>(there) & 7u) != 0) return false;  // the accumulate lock's
+    const std::uint64_t old = direct::atomic(reinterpret_cast<std::uint64_t*>(there), Opcode::kAtomicFetchAdd, add, 0);
+    std::memcpy(result, &old, 8);
+    return true;
+  }
+  Target t;
+  if (!fast_target(win, a.target, a.target_disp, 8, t) || (t.base & 7u) != 0) return false;
   return win->endpoint(a.target).post_atomic(Opcode::kAtomicFetchAdd, t.base, t.rkey, add, 0,
                                              OnComplete{nullptr, {}, result, 8}) == StatusCode::kOk;
+}
+
+bool compare_and_swap_fast(rma_win_s* win, const FastArgs& a, const void* compare, void* result) noexcept {
+  // Recorded accumulates run first under any ordering but none (compare_and_swap()).
+  if (win->deferred && !win->deferred->empty() && !ordering_none(win)) return false;
+  if (a.origin == nullptr || compare == nullptr || result == nullptr || a.target_type == nullptr ||
+      a.target_type->magic != rma_datatype_s::kMagic || !a.target_type->predefined ||
+      !is_int64_like(a.target_type)) {
+    return false;
+  }
+  std::uint64_t expected = 0, desired = 0;
+  std::memcpy(&expected, compare, 8);
+  std::memcpy(&desired, a.origin, 8);
+  if (std::byte* there = fast_direct(win, a.target, a.target_disp, 8)) [[likely]] {
+    if ((reinterpret_cast<std::uintptr_t>(there) & 7u) != 0) return false;  // the accumulate lock's
+    const std::uint64_t old =
+        direct::atomic(reinterpret_cast<std::uint64_t*>(there), Opcode::kAtomicCmpSwap, expected, desired);
+    std::memcpy(result, &old, 8);
+    return true;
+  }
+  Target t;
+  if (!fast_target(win, a.target, a.target_disp, 8, t) || (t.base & 7u) != 0) return false;
+  return win->endpoint(a.target).post_atomic(Opcode::kAtomicCmpSwap, t.base, t.rkey, expected, desired,
+                                             OnComplete{nullptr, {}, result, 8}) == StatusCode::kOk;
+}
+
+bool flush_fast(rma_win_s* win, int target) noexcept {
+  return win->flavor != RMA_WIN_FLAVOR_DYNAMIC && (!win->deferred || win->deferred->empty()) &&
+         static_cast<unsigned>(target) < static_cast<unsigned>(win->npeers) &&
+         (win->lock_all || win->locks[static_cast<std::size_t>(target)] != 0) &&
+         flush_target(win, target, FlushScope::kRemote) == StatusCode::kOk;
 }
 
 }  // namespace rma::api

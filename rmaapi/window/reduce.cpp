@@ -78,38 +78,41 @@ const Entry* find(const rma_datatype_s* t) noexcept {
   return nullptr;
 }
 
+// One loop per op (the switch outside it), so that the compiler vectorizes
+// each: accumulates of thousands of elements are one pass over them.
+template <typename T, typename F>
+void each(T* a, const T* b, std::size_t n, F f) noexcept {
+  for (std::size_t i = 0; i < n; ++i) a[i] = f(a[i], b[i]);
+}
+
 template <typename T>
 void integer_op(OpKind op, T* a, const T* b, std::size_t n) noexcept {
   // Signed overflow wraps as the hardware does: computed in 64-bit unsigned
   // arithmetic (no promotion to a signed int that could overflow).
   using U = std::uint64_t;
-  for (std::size_t i = 0; i < n; ++i) {
-    switch (op) {
-      case OpKind::kMax: a[i] = std::max(a[i], b[i]); break;
-      case OpKind::kMin: a[i] = std::min(a[i], b[i]); break;
-      case OpKind::kSum: a[i] = static_cast<T>(static_cast<U>(a[i]) + static_cast<U>(b[i])); break;
-      case OpKind::kProd: a[i] = static_cast<T>(static_cast<U>(a[i]) * static_cast<U>(b[i])); break;
-      case OpKind::kLand: a[i] = static_cast<T>((a[i] != 0) && (b[i] != 0)); break;
-      case OpKind::kLor: a[i] = static_cast<T>((a[i] != 0) || (b[i] != 0)); break;
-      case OpKind::kLxor: a[i] = static_cast<T>((a[i] != 0) != (b[i] != 0)); break;
-      case OpKind::kBand: a[i] = static_cast<T>(a[i] & b[i]); break;
-      case OpKind::kBor: a[i] = static_cast<T>(a[i] | b[i]); break;
-      case OpKind::kBxor: a[i] = static_cast<T>(a[i] ^ b[i]); break;
-      default: break;
-    }
+  switch (op) {
+    case OpKind::kMax: each(a, b, n, [](T x, T y) { return std::max(x, y); }); break;
+    case OpKind::kMin: each(a, b, n, [](T x, T y) { return std::min(x, y); }); break;
+    case OpKind::kSum: each(a, b, n, [](T x, T y) { return static_cast<T>(static_cast<U>(x) + static_cast<U>(y)); }); break;
+    case OpKind::kProd: each(a, b, n, [](T x, T y) { return static_cast<T>(static_cast<U>(x) * static_cast<U>(y)); }); break;
+    case OpKind::kLand: each(a, b, n, [](T x, T y) { return static_cast<T>((x != 0) && (y != 0)); }); break;
+    case OpKind::kLor: each(a, b, n, [](T x, T y) { return static_cast<T>((x != 0) || (y != 0)); }); break;
+    case OpKind::kLxor: each(a, b, n, [](T x, T y) { return static_cast<T>((x != 0) != (y != 0)); }); break;
+    case OpKind::kBand: each(a, b, n, [](T x, T y) { return static_cast<T>(x & y); }); break;
+    case OpKind::kBor: each(a, b, n, [](T x, T y) { return static_cast<T>(x | y); }); break;
+    case OpKind::kBxor: each(a, b, n, [](T x, T y) { return static_cast<T>(x ^ y); }); break;
+    default: break;
   }
 }
 
 template <typename T>
 void float_op(OpKind op, T* a, const T* b, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) {
-    switch (op) {
-      case OpKind::kMax: a[i] = std::max(a[i], b[i]); break;
-      case OpKind::kMin: a[i] = std::min(a[i], b[i]); break;
-      case OpKind::kSum: a[i] = a[i] + b[i]; break;
-      case OpKind::kProd: a[i] = a[i] * b[i]; break;
-      default: break;
-    }
+  switch (op) {
+    case OpKind::kMax: each(a, b, n, [](T x, T y) { return std::max(x, y); }); break;
+    case OpKind::kMin: each(a, b, n, [](T x, T y) { return std::min(x, y); }); break;
+    case OpKind::kSum: each(a, b, n, [](T x, T y) { return x + y; }); break;
+    case OpKind::kProd: each(a, b, n, [](T x, T y) { return x * y; }); break;
+    default: break;
   }
 }
 

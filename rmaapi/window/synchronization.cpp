@@ -9,6 +9,11 @@
 // Readers can keep a writer waiting (no fairness); waits end at
 // RMA_WAIT_TIMEOUT_MS.
 //
+// To a peer whose window is mapped here (PeerWindow::direct_meta) the same
+// atomics are CPU atomics on the mapped words, and a flush is a fence
+// (direct.hpp): a lock word may be taken by on-host ranks that way and by
+// ranks of other hosts through the NIC at once.
+//
 // Active target: fence = flush everything + barrier. PSCW uses counters in
 // the metadata region: post adds 1 to each origin's "posted by me" word,
 // start waits until the words of its targets reached the epoch number,
@@ -22,6 +27,7 @@
 
 #include "comm/collectives.hpp"
 #include "datatype/errors.hpp"
+#include "window/direct.hpp"
 #include "window/thread_level.hpp"
 #include "window/window.hpp"
 
@@ -129,6 +135,11 @@ StatusCode post_release(rma_win_s* win, int target, bool exclusive) noexcept {
   const PeerWindow& p = win->peers[static_cast<std::size_t>(target)];
   const std::uint64_t me = static_cast<std::uint64_t>(win->rank()) + 1;
   const std::uint64_t v = exclusive ? (kWriterBit | (me << 32)) : 1;
+  if (p.direct_meta != nullptr) {
+    // Nothing of this window to the target is in flight behind it.
+    (void)direct::atomic(p.direct_meta, Opcode::kAtomicFetchAdd, ~v + 1, 0);
+    return StatusCode::kOk;
+  }
   // Word 0: the passive-target lock.
   return ep.post_atomic(Opcode::kAtomicFetchAdd, p.meta, p.meta_rkey, ~v + 1, 0, endpoint::OnComplete{});
 }
@@ -144,6 +155,18 @@ StatusCode flush_endpoint(endpoint::Endpoint& ep, FlushScope scope) noexcept {
 }
 }  // namespace
 
+StatusCode flush_target(rma_win_s* win, int target, FlushScope scope) noexcept {
+  endpoint::Endpoint& ep = win->endpoint(target);
+  if (win->peers[static_cast<std::size_t>(target)].direct) {
+    // The window's operations to the target completed when they returned;
+    // a fence makes their stores visible before whatever follows. The
+    // endpoint holds nothing of this window's, but may hold another's.
+    if (scope == FlushScope::kRemote) direct::fence();
+    if (ep.idle()) return StatusCode::kOk;
+  }
+  return flush_endpoint(ep, scope);
+}
+
 Status flush(rma_win_s* win, const char* call, int target, FlushScope scope) {
   win->forget_remote_tables();
   RMA_RETURN_IF_ERROR(check_target(win, target));
@@ -154,7 +177,7 @@ Status flush(rma_win_s* win, const char* call, int target, FlushScope scope) {
   // Recorded accumulates (accumulate_ordering=none) must be complete at
   // the target; their operands were copied, so local completion has them.
   if (scope == FlushScope::kRemote) RMA_RETURN_IF_ERROR(run_deferred_accumulates(win, call));
-  const StatusCode rc = flush_endpoint(win->endpoint(target), scope);
+  const StatusCode rc = flush_target(win, target, scope);
   if (rc != StatusCode::kOk) return transport_error(win, call, target, rc);
   return {};
 }
@@ -168,7 +191,7 @@ Status flush_all(rma_win_s* win, const char* call, FlushScope scope) {
   }
   if (scope == FlushScope::kRemote) RMA_RETURN_IF_ERROR(run_deferred_accumulates(win, call));
   for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
-    const StatusCode rc = flush_endpoint(win->endpoint(t), scope);
+    const StatusCode rc = flush_target(win, t, scope);
     if (rc != StatusCode::kOk) return transport_error(win, call, t, rc);
   }
   return {};
@@ -183,9 +206,12 @@ Status fence(rma_win_s* win, int assert_) {
   }
   RMA_RETURN_IF_ERROR(run_deferred_accumulates(win, "rma_win_fence"));
   for (int t = 0; t < static_cast<int>(win->peers.size()); ++t) {
-    const StatusCode rc = win->endpoint(t).flush();
+    const StatusCode rc = flush_target(win, t, FlushScope::kRemote);
     if (rc != StatusCode::kOk) return transport_error(win, "rma_win_fence", t, rc);
   }
+  // This rank's own loads and stores of its window, and its direct stores
+  // to peers, are ordered before the barrier.
+  direct::fence();
   // This rank's stores to its window before the fence become visible to a
   // software NIC's thread (it takes the device lock that progress() takes).
   if (win->ctx->eps().progress() < 0) return class_error(RMA_ERR_OTHER, "the completion queue overran");
@@ -236,7 +262,7 @@ Status unlock(rma_win_s* win, int target) {
   // The epoch ends and the lock is released even when recorded
   // accumulates fail; their error is reported last.
   const Status deferred = run_deferred_accumulates(win, "rma_win_unlock");
-  const StatusCode rc = win->endpoint(target).flush();
+  const StatusCode rc = flush_target(win, target, FlushScope::kRemote);
   win->locks[static_cast<std::size_t>(target)] = 0;
   --win->access_count[static_cast<std::size_t>(target)];
   if (rc != StatusCode::kOk) {
@@ -288,7 +314,7 @@ Status unlock_all(rma_win_s* win) {
   Status first = run_deferred_accumulates(win, "rma_win_unlock_all");
   std::vector<bool> flushed(static_cast<std::size_t>(n), true);
   for (int t = 0; t < n; ++t) {
-    const StatusCode rc = win->endpoint(t).flush();
+    const StatusCode rc = flush_target(win, t, FlushScope::kRemote);
     if (rc != StatusCode::kOk) {
       flushed[static_cast<std::size_t>(t)] = false;
       if (first.ok()) first = transport_error(win, "rma_win_unlock_all", t, rc);
@@ -352,7 +378,7 @@ Status complete(rma_win_s* win) {
   const int me = win->rank();
   Status first = run_deferred_accumulates(win, "rma_win_complete");
   for (int r : win->start_group) {
-    const StatusCode rc = win->endpoint(r).flush();
+    const StatusCode rc = flush_target(win, r, FlushScope::kRemote);
     if (rc != StatusCode::kOk) {
       if (first.ok()) first = transport_error(win, "rma_win_complete", r, rc);
       continue;

@@ -12,10 +12,7 @@
 namespace rma::api {
 namespace {
 
-constexpr std::size_t kPage = 4096;
 constexpr Access kWindowAccess = kAllAccess;
-
-std::size_t round_up(std::size_t n) { return (n + kPage - 1) / kPage * kPage; }
 
 void store(std::uint64_t* w, std::uint64_t v) noexcept { __atomic_store_n(w, v, __ATOMIC_RELEASE); }
 
@@ -50,7 +47,7 @@ Status check_window(rma_win_s* win) {
 }
 
 Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavor, void* base,
-                                 rma_Aint size, int disp_unit) {
+                                 rma_Aint size, int disp_unit, const WindowHints& hints) {
   const int n = comm.size();
   auto win = std::make_unique<rma_win_s>();
   win->ctx = &ctx;
@@ -60,81 +57,104 @@ Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavo
   win->size = flavor == RMA_WIN_FLAVOR_DYNAMIC ? 0 : size;
   win->disp_unit = disp_unit;
   win->base = base;
-
-  struct Freer {
-    void operator()(void* p) const noexcept { std::free(p); }
-  };
-  std::unique_ptr<void, Freer> owned;
-  if (flavor == RMA_WIN_FLAVOR_ALLOCATE && size > 0) {
-    const auto bytes = static_cast<std::size_t>(size);
-    void* mem = std::aligned_alloc(kPage, round_up(bytes));
-    if (mem == nullptr) {
-      return class_error(RMA_ERR_NO_MEM, "cannot allocate a window of " + std::to_string(size) + " bytes");
-    }
-    std::memset(mem, 0, round_up(bytes));
-    owned.reset(mem);
-    win->base = mem;
-  }
-  endpoint::EndpointManager& eps = ctx.eps();
-  if (win->size > 0) {
-    // Exactly the window's bytes: a cached registration is page-rounded and
-    // merged with its neighbours, and its rkey would reach them too.
-    auto reg = eps.expose(win->base, static_cast<std::size_t>(win->size), kWindowAccess);
-    if (!reg.ok()) return class_error(RMA_ERR_OTHER, "registering the window memory: " + reg.status().message());
-    win->win_reg = std::move(reg).value();
-  }
-
+  win->hints = hints;
   win->peers.resize(static_cast<std::size_t>(n));
+  win->npeers = n;
   win->meta_words = 2 + 2 * static_cast<std::size_t>(n) +
                     (flavor == RMA_WIN_FLAVOR_DYNAMIC ? 2 + 3 * kMaxAttach : 0);
-  const std::size_t meta_bytes = round_up(win->meta_words * 8);
-  win->meta = static_cast<std::uint64_t*>(std::aligned_alloc(kPage, meta_bytes));
-  if (win->meta == nullptr) return class_error(RMA_ERR_NO_MEM, "cannot allocate window metadata");
-  std::memset(win->meta, 0, meta_bytes);
-  std::unique_ptr<void, Freer> meta_owner(win->meta);
-  auto mreg = eps.expose(win->meta, win->meta_words * 8, kWindowAccess);
-  if (!mreg.ok()) return class_error(RMA_ERR_OTHER, "registering window metadata: " + mreg.status().message());
-  win->meta_reg = std::move(mreg).value();
 
-  PeerWindow mine;
-  mine.base = reinterpret_cast<std::uint64_t>(win->base);
-  mine.size = static_cast<std::uint64_t>(win->size);
-  mine.meta = reinterpret_cast<std::uint64_t>(win->meta);
-  mine.rkeys = win->win_reg ? win->win_reg.rkeys() : endpoint::RemoteKeys{};
-  mine.meta_rkeys = win->meta_reg.rkeys();
+  // Memory and metadata (window_memory.hpp), then their registrations on
+  // every rail. A rank that fails here still takes part in the descriptor
+  // exchange, saying so, so that the others fail too instead of waiting.
+  endpoint::EndpointManager& eps = ctx.eps();
+  Status local = allocate_storage(ctx, comm, flavor, size, win->meta_words, hints.alloc_shared_noncontig,
+                                  win->storage);
+  if (local.ok()) {
+    win->meta = win->storage.meta;
+    if (flavor == RMA_WIN_FLAVOR_ALLOCATE || flavor == RMA_WIN_FLAVOR_SHARED) win->base = win->storage.data;
+    if (win->size > 0) {
+      // Exactly the window's bytes: a cached registration is page-rounded and
+      // merged with its neighbours, and its rkey would reach them too.
+      auto reg = eps.expose(win->base, static_cast<std::size_t>(win->size), kWindowAccess);
+      if (reg.ok()) {
+        win->win_reg = std::move(reg).value();
+      } else {
+        local = class_error(RMA_ERR_OTHER, "registering the window memory: " + reg.status().message());
+      }
+    }
+  }
+  if (local.ok()) {
+    auto mreg = eps.expose(win->meta, win->meta_words * 8, kWindowAccess);
+    if (mreg.ok()) {
+      win->meta_reg = std::move(mreg).value();
+    } else {
+      local = class_error(RMA_ERR_OTHER, "registering window metadata: " + mreg.status().message());
+    }
+  }
+
+  WindowDescriptor mine;
+  mine.failed = local.ok() ? 0 : 1;
+  if (local.ok()) {
+    mine.base = reinterpret_cast<std::uint64_t>(win->base);
+    mine.size = static_cast<std::uint64_t>(win->size);
+    mine.meta = reinterpret_cast<std::uint64_t>(win->meta);
+    mine.rkeys = win->win_reg ? win->win_reg.rkeys() : endpoint::RemoteKeys{};
+    mine.meta_rkeys = win->meta_reg.rkeys();
+    describe_storage(win->storage, mine);
+  }
   mine.disp_unit = disp_unit;
   mine.flavor = flavor;
   auto all = comm_allgather(ctx, comm, {reinterpret_cast<const std::uint8_t*>(&mine), sizeof(mine)});
   if (!all.ok()) return class_error(RMA_ERR_OTHER, "exchanging window descriptors: " + all.status().message());
+  RMA_RETURN_IF_ERROR(local);
+  std::vector<WindowDescriptor> descriptors(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     const auto& b = (*all)[static_cast<std::size_t>(r)];
-    if (b.size() != sizeof(PeerWindow)) {
+    if (b.size() != sizeof(WindowDescriptor)) {
       return class_error(RMA_ERR_OTHER, "rank " + std::to_string(r) + " sent a window descriptor of " +
                                             std::to_string(b.size()) + " bytes");
     }
+    WindowDescriptor& d = descriptors[static_cast<std::size_t>(r)];
+    std::memcpy(&d, b.data(), sizeof(WindowDescriptor));
+    if (d.failed != 0) {
+      return class_error(flavor == RMA_WIN_FLAVOR_SHARED ? RMA_ERR_RMA_SHARED : RMA_ERR_OTHER,
+                         "rank " + std::to_string(r) +
+                             " could not allocate or register its window memory (its error says why)");
+    }
+    if (d.flavor != flavor) {
+      return class_error(RMA_ERR_RMA_FLAVOR,
+                         "rank " + std::to_string(r) + " created its window with another call (flavor " +
+                             std::to_string(d.flavor) + ", this rank " + std::to_string(flavor) + ")");
+    }
     PeerWindow& p = win->peers[static_cast<std::size_t>(r)];
-    std::memcpy(&p, b.data(), sizeof(PeerWindow));
+    p.base = d.base;
+    p.size = d.size;
+    p.meta = d.meta;
+    p.rkeys = d.rkeys;
+    p.meta_rkeys = d.meta_rkeys;
+    p.disp_unit = d.disp_unit;
+    p.flavor = d.flavor;
     p.rkey = win->endpoint(r).rkey(p.rkeys);
     p.meta_rkey = win->endpoint(r).rkey(p.meta_rkeys);
-    if (win->peers[static_cast<std::size_t>(r)].flavor != flavor) {
-      return class_error(RMA_ERR_RMA_FLAVOR,
-                         "rank " + std::to_string(r) +
-                             " created its window with another call (flavor " +
-                             std::to_string(win->peers[static_cast<std::size_t>(r)].flavor) +
-                             ", this rank " + std::to_string(flavor) + ")");
-    }
   }
+  RMA_RETURN_IF_ERROR(map_peer_storage(ctx, comm, flavor, win->meta_words, descriptors, win->storage, win->peers));
   win->locks.assign(static_cast<std::size_t>(n), 0);
   win->access_count.assign(static_cast<std::size_t>(n), 0);
   win->starts_with.assign(static_cast<std::size_t>(n), 0);
   win->completes_expected.assign(static_cast<std::size_t>(n), 0);
   if (flavor == RMA_WIN_FLAVOR_DYNAMIC) win->remote_tables.resize(static_cast<std::size_t>(n));
-  win->owns_memory = owned != nullptr;
-  (void)owned.release();
-  (void)meta_owner.release();
   rma_win_s* w = win.release();
   ctx.windows.push_back(w);
   return w;
+}
+
+void release_window_memory(rma_win_s* win) noexcept {
+  // Registrations before the memory they name.
+  win->attached.clear();
+  win->win_reg.reset();
+  win->meta_reg.reset();
+  win->storage = WindowStorage{};
+  win->meta = nullptr;
 }
 
 Status check_free(rma_win_s* win) {
@@ -152,7 +172,8 @@ Status free_window(rma_win_s* win) {
   // Epochs are closed (check_free), so nothing is recorded; run it anyway.
   const Status deferred = run_deferred_accumulates(win, "rma_win_free");
   const StatusCode fc = ctx.eps().flush_all();
-  // Collective: nobody may still access this rank's memory once it is gone.
+  // Collective: nobody may still access this rank's memory once it is gone
+  // (peers that map it load and store until they reach this barrier).
   Status b = comm_barrier(ctx, win->comm);
   // The window's own registrations are exact (never cached): releasing them
   // below deregisters them, so a peer's stale rkey reaches nothing. Cached
@@ -162,11 +183,7 @@ Status free_window(rma_win_s* win) {
   for (const auto& l : win->attached) eps.invalidate(reinterpret_cast<void*>(l.addr), l.len);
   if (win->size > 0) eps.invalidate(win->base, static_cast<std::size_t>(win->size));
   eps.invalidate(win->meta, win->meta_words * 8);
-  win->attached.clear();
-  win->win_reg.reset();
-  win->meta_reg.reset();
-  std::free(win->meta);
-  if (win->owns_memory) std::free(win->base);
+  release_window_memory(win);
   auto& ws = ctx.windows;
   ws.erase(std::remove(ws.begin(), ws.end(), win), ws.end());
   win->magic = 0;

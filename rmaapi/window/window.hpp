@@ -16,7 +16,9 @@
 //
 // Every rank learns every other rank's base, size, disp_unit, rkey and
 // metadata address at creation (one allgather), so every bound is checked at
-// the origin before anything is sent.
+// the origin before anything is sent. Where the memory and the metadata
+// live, and which peers this rank reaches by loads and stores instead of
+// work requests, is window/window_memory.hpp's.
 #pragma once
 
 #include <cstdint>
@@ -30,21 +32,35 @@
 #include "window/context.hpp"
 #include "window/deferred_accumulate.hpp"
 #include "window/info.hpp"
+#include "window/window_memory.hpp"
 
 namespace rma::api {
 
 struct PeerWindow {
-  std::uint64_t base = 0;
+  std::uint64_t base = 0;  // in the peer's address space (what the NIC targets)
   std::uint64_t size = 0;
   std::uint64_t meta = 0;
   endpoint::RemoteKeys rkeys;       // the window memory's, per rail
   endpoint::RemoteKeys meta_rkeys;  // the metadata's
   std::int32_t disp_unit = 1;
   std::int32_t flavor = 0;
-  // Not published: the keys of the rail that joins this rank to the peer,
-  // resolved once when the window is made.
+  // The keys of the rail that joins this rank to the peer, resolved once
+  // when the window is made.
   std::uint32_t rkey = 0;
   std::uint32_t meta_rkey = 0;
+  // This rank's load/store view of the peer's window memory (a mapping of
+  // the peer's shared segment, or this rank's own memory), or null
+  // (window/window_memory.hpp). Byte `base + k` of the peer is `mapped + k`.
+  std::byte* mapped = nullptr;
+  // The peer's metadata words, when synchronization on them is CPU atomics
+  // here (window/direct.hpp), or null: NIC atomics through the endpoint.
+  std::uint64_t* direct_meta = nullptr;
+  // Communication with the peer is loads, stores and CPU atomics on
+  // `mapped` (and direct_meta), never a work request.
+  bool direct = false;
+
+  // Where the peer's byte at `addr` (its address space) is mapped here.
+  std::byte* local(std::uint64_t addr) const noexcept { return mapped + (addr - base); }
 };
 
 // A dynamic window's attachment, as published in the metadata table.
@@ -68,7 +84,6 @@ struct rma_win_s {
   void* base = nullptr;
   rma_Aint size = 0;
   int disp_unit = 1;
-  bool owns_memory = false;
   rma_Errhandler errhandler = RMA_ERRORS_ARE_FATAL;
   rma::api::WindowHints hints;
   // The communicator the window was made on (a private copy: the program
@@ -83,8 +98,11 @@ struct rma_win_s {
   std::vector<std::pair<int, void*>> attributes;     // user keyval -> value, in setting order
 
   std::vector<rma::api::PeerWindow> peers;
+  int npeers = 0;                 // peers.size(), for the data path's bound check
   std::uint64_t* meta = nullptr;  // this rank's metadata words
   std::size_t meta_words = 0;
+  // Declared before the registrations: they are released first.
+  rma::api::WindowStorage storage;
   rma::endpoint::ExposedRegion win_reg;
   rma::endpoint::ExposedRegion meta_reg;
 
@@ -134,7 +152,10 @@ namespace rma::api {
 // ---- window life cycle (window.cpp)
 // Collective over `comm`.
 Result<rma_win_s*> create_window(Context& ctx, const rma_comm_s& comm, int flavor, void* base,
-                                 rma_Aint size, int disp_unit);
+                                 rma_Aint size, int disp_unit, const WindowHints& hints = {});
+// Deregisters and frees a window's memory locally (free_window after its
+// barrier, and a context's windows the program never freed).
+void release_window_memory(rma_win_s* win) noexcept;
 // RMA_ERR_RMA_SYNC while an epoch is open (nothing is freed then).
 Status check_free(rma_win_s* win);
 // Collective; frees the window even when it reports an error.
@@ -191,6 +212,11 @@ struct FastArgs {
 bool put_fast(rma_win_s* win, const FastArgs& a) noexcept;
 bool get_fast(rma_win_s* win, const FastArgs& a) noexcept;
 bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result, rma_Op op) noexcept;
+// 8-byte integer compare_and_swap; a.origin is the new value.
+bool compare_and_swap_fast(rma_win_s* win, const FastArgs& a, const void* compare, void* result) noexcept;
+// rma_win_flush's: a passive epoch to `target` is open, nothing was
+// recorded (accumulate_ordering=none), and its operations completed.
+bool flush_fast(rma_win_s* win, int target) noexcept;
 
 // A synchronous 8-byte atomic on `target`'s metadata word: the old value.
 Result<std::uint64_t> meta_atomic(rma_win_s* win, int target, std::uint64_t word, Opcode op,
@@ -209,6 +235,9 @@ Status unlock_all(rma_win_s* win);
 // (rma_win_flush_local: inline puts need no acknowledgement for that).
 enum class FlushScope { kRemote, kLocal };
 Status flush(rma_win_s* win, const char* call, int target, FlushScope scope = FlushScope::kRemote);
+// The epoch-free core of flush: the target's operations complete (a fence
+// for a mapped target, the endpoint's flush otherwise).
+StatusCode flush_target(rma_win_s* win, int target, FlushScope scope) noexcept;
 Status flush_all(rma_win_s* win, const char* call, FlushScope scope = FlushScope::kRemote);
 Status post(rma_win_s* win, rma_group_s* group, int assert_);
 Status start(rma_win_s* win, rma_group_s* group, int assert_);

@@ -155,7 +155,7 @@ TEST(ApiErrors, ClassesAndStrings) {
   int len = 0;
   for (int code : {RMA_ERR_COMM, RMA_ERR_GROUP, RMA_ERR_REQUEST, RMA_ERR_INFO, RMA_ERR_NO_MEM, RMA_ERR_BASE,
                    RMA_ERR_LOCKTYPE, RMA_ERR_KEYVAL, RMA_ERR_SIZE, RMA_ERR_DISP, RMA_ERR_ASSERT,
-                   RMA_ERR_RMA_ATTACH, RMA_ERR_RMA_FLAVOR, RMA_ERR_RMA_RANGE, RMA_ERR_RMA_SYNC}) {
+                   RMA_ERR_RMA_ATTACH, RMA_ERR_RMA_FLAVOR, RMA_ERR_RMA_RANGE, RMA_ERR_RMA_SYNC, RMA_ERR_RMA_SHARED}) {
     ASSERT_EQ(rma_error_string(code, text, &len), RMA_SUCCESS) << code;
     EXPECT_EQ(static_cast<std::size_t>(len), std::strlen(text));
     EXPECT_EQ(std::string(text).rfind("RMA_ERR_", 0), 0u) << text;

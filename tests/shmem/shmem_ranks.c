@@ -345,21 +345,52 @@ static void test_lock(void) {
 static void test_teams(void) {
   CHECK_EQ_LL(shmem_team_my_pe(SHMEM_TEAM_WORLD), me);
   CHECK_EQ_LL(shmem_team_n_pes(SHMEM_TEAM_WORLD), npes);
-  /* Every PE of these tests runs on this machine as the same user: the
-   * shared team is all of them, and shmem_ptr gives a load/store pointer
-   * into any PE's heap (not into another PE's globals). */
-  CHECK_EQ_LL(shmem_team_n_pes(SHMEM_TEAM_SHARED), npes);
-  CHECK_EQ_LL(shmem_team_my_pe(SHMEM_TEAM_SHARED), me);
-  CHECK_EQ_LL(shmem_team_translate_pe(SHMEM_TEAM_SHARED, npes - 1, SHMEM_TEAM_WORLD), npes - 1);
-  long* cell = shmem_calloc(2, sizeof(long));
-  const int right = (me + 1) % npes, left = (me + npes - 1) % npes;
-  long* theirs = shmem_ptr(cell, right);
-  CHECK(theirs != NULL, "shmem_ptr to PE %d's heap is NULL", right);
-  *theirs = 500 + me; /* a plain store into the right neighbour's heap */
-  CHECK(shmem_ptr(&static_bss[0], right) == (npes == 1 ? (void*)&static_bss[0] : NULL), "shmem_ptr to a global");
-  CHECK(shmem_team_ptr(SHMEM_TEAM_SHARED, cell, right) == theirs, "team_ptr");
+  /* The shared team is the PEs of this PE's host: every PE of the job when
+   * nothing says otherwise (one machine, one user), those with the same
+   * RMA_HOST_ID when the job simulates hosts (tests/api_mp/host_per_rank.sh).
+   * Every PE learns the others' host from the environment, and shmem_ptr
+   * gives a load/store pointer into the heap of exactly those PEs (never
+   * into another PE's globals). */
+  static long host_hash[64];
+  static long my_hash;
+  CHECK(npes <= 64, "teams supports at most 64 PEs");
+  const char* host_id = getenv("RMA_HOST_ID");
+  my_hash = 5381;
+  for (const char* c = host_id != NULL ? host_id : ""; *c != '\0'; ++c) my_hash = my_hash * 33 + *c;
   shmem_barrier_all();
-  CHECK_EQ_LL(cell[0], 500 + left);
+  shmem_long_fcollect(SHMEM_TEAM_WORLD, host_hash, &my_hash, 1);
+  int first = -1, count = 0, my_index = -1;
+  for (int p = 0; p < npes; ++p) {
+    if (host_hash[p] != my_hash) continue;
+    if (first < 0) first = p;
+    if (p == me) my_index = count;
+    ++count;
+  }
+  CHECK_EQ_LL(shmem_team_n_pes(SHMEM_TEAM_SHARED), count);
+  CHECK_EQ_LL(shmem_team_my_pe(SHMEM_TEAM_SHARED), my_index);
+  CHECK_EQ_LL(shmem_team_translate_pe(SHMEM_TEAM_SHARED, 0, SHMEM_TEAM_WORLD), first);
+  long* cell = shmem_calloc(2, sizeof(long));
+  const int right = (me + 1) % npes;
+  const int same_host = host_hash[right] == my_hash;
+  long* theirs = shmem_ptr(cell, right);
+  CHECK((theirs != NULL) == same_host, "shmem_ptr to PE %d's heap is %p, but it is %son this PE's host", right,
+        (void*)theirs, same_host ? "" : "not ");
+  if (theirs != NULL) *theirs = 500 + me; /* a plain store into the right neighbour's heap */
+  CHECK(shmem_ptr(&static_bss[0], right) == (npes == 1 ? (void*)&static_bss[0] : NULL), "shmem_ptr to a global");
+  if (same_host) {
+    CHECK(shmem_team_ptr(SHMEM_TEAM_SHARED, cell, shmem_team_translate_pe(SHMEM_TEAM_WORLD, right, SHMEM_TEAM_SHARED)) ==
+              theirs,
+          "team_ptr");
+  }
+  /* The shared team's own next member is always reachable by load/store. */
+  const int tn = shmem_team_n_pes(SHMEM_TEAM_SHARED), tme = shmem_team_my_pe(SHMEM_TEAM_SHARED);
+  long* mate = shmem_team_ptr(SHMEM_TEAM_SHARED, cell, (tme + 1) % tn);
+  CHECK(mate != NULL, "team_ptr to the next PE of SHMEM_TEAM_SHARED is NULL");
+  mate[1] = 700 + me;
+  shmem_barrier_all();
+  const int left = (me + npes - 1) % npes;
+  if (host_hash[left] == my_hash) CHECK_EQ_LL(cell[0], 500 + left);
+  CHECK_EQ_LL(cell[1], 700 + shmem_team_translate_pe(SHMEM_TEAM_SHARED, (tme + tn - 1) % tn, SHMEM_TEAM_WORLD));
   shmem_free(cell);
   /* Even PEs. */
   shmem_team_t evens = SHMEM_TEAM_INVALID;

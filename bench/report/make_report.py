@@ -8,6 +8,7 @@ import argparse
 import collections
 import csv
 import os
+import statistics
 import subprocess
 import sys
 
@@ -88,6 +89,50 @@ def plot(data, out, name, metrics, ylabel, series):
     return True
 
 
+TWOHOST = [("ours", "librma af_packet"), ("ours-afxdp", "librma af_xdp"),
+           ("ucx-tcp", "UCX tcp"), ("libfabric-tcp", "libfabric tcp")]
+
+
+def load_twohost(path):
+    """run-twohost.sh's results.csv (one row per round) as medians in load()'s shape."""
+    rounds = collections.defaultdict(list)
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            try:
+                rounds[(row["impl"], row["metric"], int(row["size"]))].append(float(row["value"]))
+            except (KeyError, ValueError):
+                print(f"make_report: skipping malformed two-host row {row}", file=sys.stderr)
+    data = collections.defaultdict(dict)
+    for (impl, metric, size), v in rounds.items():
+        data[(impl, metric)][size] = (impl, statistics.median(v))
+    return data
+
+
+def twohost_section(directory, note, out):
+    """The two-host part: run-twohost.sh's TABLE.md (medians, ratios, load)
+    and plots of the medians."""
+    md = ["## Two hosts over a veth pair (`bench/twohost/run-twohost.sh`)", ""]
+    table_path = os.path.join(directory, "TABLE.md") if directory else ""
+    csv_path = os.path.join(directory, "results.csv") if directory else ""
+    if note or not os.path.exists(table_path) or not os.path.exists(csv_path):
+        md += [f"Not measured in this run: {note or 'bench/twohost/run-twohost.sh wrote no table'}.", ""]
+        return md
+    md += ["Two network namespaces joined by a veth pair stand for two hosts: our NIC on DPDK's "
+           "`net_af_packet` and `net_af_xdp` against UCX (`UCX_TLS=tcp`) and libfabric's `tcp` "
+           "provider across the same pair, interleaved round by round. Ratios above 1 mean librma "
+           "did better. Load before each of these pairs: `twohost/load.csv`.", ""]
+    with open(table_path) as f:
+        md += [f.read(), ""]
+    data = load_twohost(csv_path)
+    if plot(data, out, "twohost_bandwidth.svg", ["write_bw", "read_bw"], "MiB/s", TWOHOST):
+        md += ["![two hosts: bandwidth](twohost_bandwidth.svg)", ""]
+    lat_sizes = {size for (_, metric), by_size in data.items() if metric == "write_lat" for size in by_size}
+    # One size (the script measures 8 B) is a table, not a plot.
+    if len(lat_sizes) > 1 and plot(data, out, "twohost_latency.svg", ["write_lat"], "usec", TWOHOST):
+        md += ["![two hosts: 8 B WRITE latency](twohost_latency.svg)", ""]
+    return md
+
+
 def load_summary(path):
     """Markdown lines: the 1-minute load before each pair, summarised, and
     the pairs that started on a busy machine (load1 above 1.5 on 2 vCPUs)."""
@@ -116,6 +161,8 @@ def main():
     ap.add_argument("--command", default="bench/report/run-report.sh")
     ap.add_argument("--failures", type=int, default=0)
     ap.add_argument("--load-csv", default="", help="load.csv: the load average before each pair")
+    ap.add_argument("--twohost-dir", default="", help="run-twohost.sh's output directory")
+    ap.add_argument("--twohost-note", default="", help="why the two-host pairs did not run")
     a = ap.parse_args()
     data = load(a.csv)
     series = [(OURS, "librma softroce/memif"), ("ucx-shm", "UCX shm"), ("ucx-tcp", "UCX tcp")]
@@ -155,6 +202,7 @@ def main():
         md += [t for t in vm_tables if t]
         if have_vm:
             md += ["![guest bandwidth](guest.svg)", ""]
+    md += twohost_section(a.twohost_dir, a.twohost_note, a.out)
     with open(os.path.join(a.out, "REPORT.md"), "w") as f:
         f.write("\n".join(md))
     return 0

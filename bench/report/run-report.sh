@@ -3,7 +3,7 @@
 # same run, with the tools a user would otherwise pick on this machine, and a
 # Markdown table of ratios computed pair by pair plus SVG plots.
 #
-#   bench/report/run-report.sh [-b BUILD_DIR] [-o OUT_DIR] [-s "SIZES"] [--vm]
+#   bench/report/run-report.sh [-b BUILD_DIR] [-o OUT_DIR] [-s "SIZES"] [--vm] [--no-twohost] [-r ROUNDS]
 #
 # Pairs (ours / peer, both directions of the comparison on the same machine):
 #   RDMA WRITE bandwidth  rma_write_bw (softroce over memif)  vs ucx_perftest ucp_put_bw (UCX_TLS=posix,cma,self)
@@ -13,11 +13,17 @@
 #   with --vm, inside one soft-RoCE QEMU guest (scripts/softroce-vm):
 #   RDMA WRITE bandwidth  rma_write_bw (softroce over memif)  vs Debian's ib_write_bw on the kernel's rxe
 #   WRITE latency         rma_write_lat (softroce over memif) vs ib_write_lat on rxe
+#   two hosts (two network namespaces joined by a veth pair; bench/twohost/run-twohost.sh,
+#   ROUNDS rounds, default 3; needs root, skipped with --no-twohost):
+#   WRITE / READ bandwidth, 8 B WRITE latency: ours over af_packet and af_xdp vs
+#   ucx_perftest (UCX_TLS=tcp) and libfabric's tcp provider (fi_rma_loop)
 #
 # BUILD_DIR (default build/release) must hold bench/perftest/rma_*; OUT_DIR
 # (default bench/report/results) receives REPORT.md, results.csv, load.csv
 # (the load average just before each pair, with the pair's client command)
-# and the SVG plots. Every process runs under `timeout`; servers are killed on exit.
+# and the SVG plots; the two-host pairs write OUT_DIR/twohost/ (results.csv,
+# load.csv, TABLE.md), which the report includes with its own plots. Every
+# process runs under `timeout`; servers are killed on exit.
 # Installs ucx-utils and gnuplot-nox (Debian) when they are missing.
 set -uo pipefail
 invocation="bench/report/run-report.sh${*:+ $*}"
@@ -27,6 +33,8 @@ build="$root/build/release"
 out="$here/results"
 sizes="8 64 512 4096 32768 262144 1048576"
 vm=0
+twohost=1
+twohost_rounds=3
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -34,6 +42,9 @@ while [[ $# -gt 0 ]]; do
     -o) out="$2"; shift 2 ;;
     -s) sizes="$2"; shift 2 ;;
     --vm) vm=1; shift ;;
+    --no-twohost) twohost=0; shift ;;
+    -r) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || { echo "run-report: -r needs a positive number of rounds, not '${2:-}'" >&2; exit 2; }
+        twohost_rounds=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run-report: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -158,8 +169,25 @@ GUEST
   grep -q '^VMROW ' "$work/vm.log" || { echo "run-report: the guest produced no results:" >&2; tail -n 20 "$work/vm.log" >&2; failures=$((failures + 1)); }
 fi
 
+twohost_note=""
+if [[ $twohost -eq 1 ]]; then
+  if [[ $(id -u) -ne 0 ]]; then
+    twohost_note="skipped: the two-host pairs need root (network namespaces, AF_PACKET)"
+    echo "run-report: two hosts $twohost_note" >&2
+  else
+    echo "run-report: two hosts over a veth pair ($twohost_rounds round(s)); load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    # run-twohost.sh logs the load before each of its pairs in twohost/load.csv.
+    if ! "$root/bench/twohost/run-twohost.sh" -b "$build" -o "$out/twohost" -r "$twohost_rounds" -s "$sizes" >"$work/twohost.log" 2>&1; then
+      echo "run-report: bench/twohost/run-twohost.sh failed:" >&2; tail -n 20 "$work/twohost.log" >&2
+      failures=$((failures + 1))
+    fi
+  fi
+else
+  twohost_note="skipped (--no-twohost)"
+fi
+
 python3 "$here/make_report.py" --csv "$csv" --out "$out" --loadavg "$(cut -d' ' -f1-3 /proc/loadavg)" \
-  --load-csv "$loadcsv" \
+  --load-csv "$loadcsv" --twohost-dir "$out/twohost" --twohost-note "$twohost_note" \
   --command "$invocation" --failures "$failures" || exit 1
 echo "run-report: wrote $out/REPORT.md ($failures measurement(s) failed)" >&2
 exit $((failures > 0))

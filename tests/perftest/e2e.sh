@@ -2,8 +2,10 @@
 # End-to-end tests of the perftest-compatible tools (rma_*_bw, rma_*_lat).
 #   e2e.sh <bin-dir> <helper> <rma_info> <case> [tool args...]
 # Cases that need no transport: unknown_flag, bad_size, unreachable, port_in_use, self_transport.
-# run <tool> [args]: a server and a client on 127.0.0.1 over the softroce provider (memif,
-# socket rma-perftest-<port>); exits 77 (SKIP) when the provider is not registered.
+# run <tool> [args]: a server and a client on 127.0.0.1 over the provider E2E_TRANSPORT
+# (default softroce: memif, socket rma-perftest-<port>; shm: the shared-memory provider);
+# exits 77 (SKIP) when that provider is not registered. On softroce both sides must end
+# with the transport summary (retransmissions and NAKs from the device counters).
 set -u
 BIN=$1 HELPER=$2 RMA_INFO=$3 CASE=$4
 shift 4
@@ -58,11 +60,12 @@ case "$CASE" in
   run)
     tool=$1
     shift
-    if ! "$RMA_INFO" -d 2>/dev/null | grep -q '^provider softroce'; then
-      echo "SKIP: the softroce provider is not registered in this build"
+    transport=${E2E_TRANSPORT:-softroce}
+    if ! "$RMA_INFO" -d 2>/dev/null | grep -q "^provider $transport"; then
+      echo "SKIP: the $transport provider is not registered in this build"
       exit 77
     fi
-    common=(--transport=softroce -p "$port" "$@")
+    common=(--transport="$transport" -p "$port" "$@")
     timeout 60 "$BIN/$tool" "${common[@]}" --bind=127.0.0.1 >"$WORK/server.out" 2>&1 &
     spid=$!
     PIDS+=($spid)
@@ -80,10 +83,19 @@ case "$CASE" in
       grep -q 'local address: LID 0000 QPN' "$WORK/$side.out" || fail "$side printed no address line"
       # a data row: the size then the iteration count
       grep -Eq '^ [0-9]+ +[0-9]+ +[0-9.]+' "$WORK/$side.out" || fail "$side printed no result row"
+      # Why a run was slow is on screen: what the NIC retransmitted and NAKed.
+      if [ "$transport" = softroce ]; then
+        grep -Eq '^ Transport +: ' "$WORK/$side.out" || fail "$side printed no retransmission/NAK summary"
+      fi
     done
+    # A sweep (-a) covers 2 B .. 8 MiB: every size has its row.
+    if printf '%s\n' "$@" | grep -qx -- '-a'; then
+      rows=$(grep -Ec '^ [0-9]+ +[0-9]+ +[0-9.]+' "$WORK/client.out")
+      [ "$rows" = 23 ] || fail "the -a sweep printed $rows result rows, not the 23 sizes 2 B .. 8 MiB"
+    fi
     # The addresses are the QPs' real ones: what one side prints as its own
-    # QPN, PSN and RKey the other prints as the remote's, and the PSNs are
-    # the random ones the NIC starts from (not all zero).
+    # QPN, PSN and RKey the other prints as the remote's, and on softroce the
+    # PSNs are the random ones the NIC starts from (not all zero).
     fields() {  # side file...: "QPN q PSN p [RKey r]" per address line, sorted
       awk -v side="$1" '$0 ~ side " address:" {
         out = ""
@@ -97,8 +109,11 @@ case "$CASE" in
       [ "$(fields local "$WORK/$1.out")" = "$(fields remote "$WORK/$2.out")" ] ||
         fail "$1's local QPN/PSN/RKey differ from what $2 prints as remote"
     done
-    fields local "$WORK/server.out" "$WORK/client.out" | grep -Eqv 'PSN (0x)?0+ ' ||
-      fail "every PSN printed is 0"
+    # (shm has no wire and no packet sequence: its QPs start at PSN 0.)
+    if [ "$transport" = softroce ]; then
+      fields local "$WORK/server.out" "$WORK/client.out" | grep -Eqv 'PSN (0x)?0+ ' ||
+        fail "every PSN printed is 0"
+    fi
     ;;
   *)
     echo "unknown case $CASE"

@@ -18,6 +18,7 @@
 #include "rma/sdk/registry.hpp"
 #include "rma/version.hpp"
 #include "shmem/direct.hpp"
+#include "window/direct_copy.hpp"
 
 // The predefined handles: fixed objects, so the handles are constants that
 // exist before shmem_init (their contents are filled in by it).
@@ -538,7 +539,7 @@ void Runtime::put(const char* routine, void* dest, const void* src, std::size_t 
                   Channel* channel) {
   if (bytes == 0) return;
   if (std::byte* mapped = direct(dest, bytes, wpe)) [[likely]] {
-    std::memcpy(mapped, src, bytes);
+    api::direct::copy_mapped(mapped, src, bytes);
     return;
   }
   Channel& ch = channel != nullptr ? *channel : main();
@@ -602,7 +603,7 @@ void Runtime::get(const char* routine, void* dest, const void* src, std::size_t 
                   Channel* channel) {
   if (bytes == 0) return;
   if (const std::byte* mapped = direct(src, bytes, wpe)) [[likely]] {
-    std::memcpy(dest, mapped, bytes);
+    api::direct::copy_mapped(dest, mapped, bytes);
     return;
   }
   Channel& ch = channel != nullptr ? *channel : main();

@@ -18,9 +18,9 @@ Status copy(const PeerWindow& p, const void* origin, std::int64_t ocount, const 
     const auto bytes = static_cast<std::size_t>(ol.size * ocount);
     std::byte* there = p.local(target_base);
     if (to_target) {
-      std::memcpy(there, origin, bytes);
+      copy_mapped(there, origin, bytes);
     } else {
-      std::memcpy(const_cast<void*>(origin), there, bytes);
+      copy_mapped(const_cast<void*>(origin), there, bytes);
     }
     return {};
   }
@@ -37,9 +37,9 @@ Status copy(const PeerWindow& p, const void* origin, std::int64_t ocount, const 
     for (std::uint32_t i = 0; i < tr.num_sge; ++i) {
       auto* here = reinterpret_cast<std::byte*>(sges[i].addr);
       if (to_target) {
-        std::memcpy(there, here, sges[i].length);
+        copy_mapped(there, here, sges[i].length);
       } else {
-        std::memcpy(here, there, sges[i].length);
+        copy_mapped(here, there, sges[i].length);
       }
       there += sges[i].length;
     }

@@ -26,6 +26,7 @@
 #include "datatype/layout.hpp"
 #include "rma/sdk/provider.hpp"
 #include "rma/sdk/status.hpp"
+#include "window/direct_copy.hpp"
 #include "window/window.hpp"
 
 namespace rma::api::direct {

@@ -201,7 +201,8 @@ bool fast_bytes(const FastArgs& a, std::uint64_t& bytes) noexcept {
   return bytes == tb && bytes > 0;
 }
 
-// memcpy for the sizes of one element inline (no library call), else memcpy.
+// The sizes of one element inline (no library call), else the direct
+// path's copy (window/direct_copy.hpp).
 inline void copy_bytes(void* to, const void* from, std::uint64_t bytes) noexcept {
   switch (bytes) {
     case 1: std::memcpy(to, from, 1); return;
@@ -209,7 +210,7 @@ inline void copy_bytes(void* to, const void* from, std::uint64_t bytes) noexcept
     case 4: std::memcpy(to, from, 4); return;
     case 8: std::memcpy(to, from, 8); return;
     case 16: std::memcpy(to, from, 16); return;
-    default: std::memcpy(to, from, bytes);
+    default: direct::copy_mapped(to, from, bytes);
   }
 }
 

@@ -1,7 +1,7 @@
 // Memory regions of the shm provider: the device's swkit key table (local
 // checks, this process's target-side checks) and the shared region table
-// (a peer's requester-side checks) are updated together under the device
-// lock, so a deregistered key names nothing on either side.
+// (a peer's requester-side checks) are updated together under the device's
+// key lock, so a deregistered key names nothing on either side.
 #pragma once
 
 #include <cstddef>

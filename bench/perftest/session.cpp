@@ -72,11 +72,6 @@ std::string compare_settings(const std::string& mine, const std::string& theirs)
 
 }  // namespace
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 Session::~Session() {
   qps.clear();
   reg.reset();
@@ -307,6 +302,10 @@ void setup(Session& s) {
     cfg.max_inline_data = o.inline_size;
     cfg.max_rd_atomic = o.outs;
     cfg.path_mtu = s.perftest ? s.path_mtu : o.mtu;
+    // One thread posts and polls everything (perftest's loops; ucx_perftest
+    // runs UCX in its default single-thread mode): providers may leave
+    // their locks off the data path.
+    cfg.serialized = true;
     auto qp = s.pd->create_qp(cfg);
     if (!qp.ok()) fatal(s, "cannot create QP " + std::to_string(i) + ": " + qp.status().message());
     q.qp = std::move(qp).value();
@@ -477,6 +476,7 @@ int run_tool(const Tool& tool, int argc, char** argv) {
   }
   Session s;
   s.opt = *parsed;
+  calibrate_clock();
   setup(s);
   if (tool.test == TestKind::kBw) {
     run_bw(s);

@@ -25,7 +25,7 @@ class MrImpl final : public MemoryRegion {
       : MemoryRegion(addr, length, lkey, rkey, access), pd_(std::move(pd)), watch_(std::move(watch)) {}
 
   std::shared_ptr<PdImpl> pd_;  // keeps the PD (and device) alive
-  // Destroyed after the destructor body, outside the device lock (the
+  // Destroyed after the destructor body, outside the key lock (the
   // memory monitor must never wait for it).
   std::unique_ptr<swkit::RegionWatch> watch_;
 };

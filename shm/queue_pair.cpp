@@ -122,7 +122,7 @@ Status QpImpl::connect(const EndpointAddress& remote) {
                                  "; only a RESET QP can be connected, and only once");
     }
   }
-  // Mapping may take a while (and the segment lock); not under the device lock.
+  // Mapping may take a while (and the segment lock); not under the send lock.
   RMA_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentMap::attach(peer.segment, peer.pid, peer.nonce));
   QpSlot& ps = seg->layout().qp[peer.slot];
   std::lock_guard lock(send_lock_);

@@ -1,17 +1,49 @@
-// Completion queues of the shm provider: a swkit completion ring in this
-// process's memory (completions are never shared: each side produces its
-// own, the requester from responses, the target from the requests it
-// serves). poll() runs a round of the device's progress first, so a
-// process that polls needs no progress thread to be served.
+// Completion queues of the shm provider. Completions are never shared
+// between processes: each side produces its own, the requester from what
+// it executed or the answers it got, the target from the requests it
+// serves.
+//
+// Two rings of `depth` entries, one depth between them:
+//   - the owner's ring: what a serialized QP (QpConfig::serialized)
+//     completes on its caller's thread while nothing of it waits for a peer
+//     (the mapped WRITEs, READs and atomics post() runs at once). Pushed
+//     and polled without a lock: the caller promised that its posts and
+//     the polls of its CQs never run at once. One QP owns it at a time
+//     (claim_owner_ring: the first serialized QP created on this CQ as its
+//     send CQ, until it is destroyed): two serialized QPs of one CQ may be
+//     posted to from two threads at once, so the others push to the shared
+//     ring.
+//   - the shared ring, under a lock: everything else (QPs without that
+//     promise, work that waited for a peer, receives, flushes, whatever a
+//     progress round on another thread completes).
+// poll() empties the shared ring before it takes from the owner's. That
+// keeps each queue's completions in order: a serialized QP's completions
+// go to the owner's ring only while nothing of it waits, and it moves the
+// owner's ring to the end of the shared one (spill_owner) before it starts
+// to wait; so an entry in the owner's ring is newer than every entry of its
+// queue in the shared ring.
+//
+// Overrun: a push that finds depth entries waiting loses its completion
+// and overruns the CQ for good, as in verbs. A push to one ring and a push
+// to the other that race can both find room for the last entry; each ring
+// has room for `depth`, so nothing is overwritten, and the next poll finds
+// more than depth entries waiting and reports the overrun then.
+//
+// poll() runs a round of the device's progress first when there is
+// anything for one to do (DeviceImpl::progress_due), so a process that
+// polls needs no progress thread to be served.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 
 #include "rma/sdk/provider.hpp"
 #include "shm/device.hpp"
 #include "swkit/completion_ring.hpp"
+#include "swkit/work_queue.hpp"
 
 namespace rma::shm {
 
@@ -20,18 +52,105 @@ class CqImpl final : public CompletionQueue {
   static Result<std::shared_ptr<CqImpl>> create(std::shared_ptr<DeviceImpl> device, std::uint32_t depth);
 
   int poll(std::span<Completion> out) noexcept override;
-  std::uint32_t depth() const noexcept override { return ring_.depth(); }
-  const char* overrun_reason() const noexcept override { return ring_.overrun_reason(); }
+  std::uint32_t depth() const noexcept override { return depth_; }
+  const char* overrun_reason() const noexcept override;
 
-  // Device lock held. False when the entry was lost because the CQ overran.
-  bool push(const swkit::CqEntry& entry) noexcept { return ring_.push(entry); }
+  // `queue` is the work queue whose slot `entry` retires when it is polled
+  // (null: none). False when the entry was lost because the CQ overran.
+  //
+  // The owner's ring: the caller thread of the serialized QP that owns it,
+  // nothing of that QP waiting (see above). No lock.
+  [[gnu::always_inline]] bool push_owner(const swkit::CqEntry& entry, swkit::WorkQueueStorage* queue) noexcept {
+    if (overrun_.load(std::memory_order_relaxed)) return false;
+    const std::uint32_t n = owner_.count.load(std::memory_order_relaxed);
+    if (n + shared_.count.load(std::memory_order_acquire) >= depth_) return lose(entry);
+    owner_.slots[(owner_.head + n) % depth_] = Entry{entry, queue};
+    owner_.count.store(n + 1, std::memory_order_release);
+    return true;
+  }
+  // push_owner() of a send request's success (written in place: the
+  // post of a mapped WRITE, READ or atomic).
+  [[gnu::always_inline]] bool push_owner_success(std::uint64_t wr_id, Opcode opcode, std::uint32_t byte_len,
+                                                 std::uint32_t qpn, std::uint64_t seq,
+                                                 swkit::WorkQueueStorage* queue) noexcept {
+    if (overrun_.load(std::memory_order_relaxed)) return false;
+    const std::uint32_t n = owner_.count.load(std::memory_order_relaxed);
+    if (n + shared_.count.load(std::memory_order_acquire) >= depth_) [[unlikely]] {
+      swkit::CqEntry lost;
+      lost.wc.wr_id = wr_id;
+      lost.wc.qp_num = qpn;
+      return lose(lost);
+    }
+    std::uint32_t at = owner_.head + n;
+    if (at >= depth_) at -= depth_;
+    Entry& e = owner_.slots[at];
+    e.e.wc.wr_id = wr_id;
+    e.e.wc.status = WcStatus::kSuccess;
+    e.e.wc.opcode = opcode;
+    e.e.wc.has_imm = false;
+    e.e.wc.byte_len = byte_len;
+    e.e.wc.qp_num = qpn;
+    e.e.wc.imm_data = 0;
+    e.e.wc.vendor_err = 0;
+    e.e.send_queue = true;
+    e.e.seq = seq;
+    e.queue = queue;
+    owner_.count.store(n + 1, std::memory_order_release);
+    return true;
+  }
+  // The shared ring: any thread.
+  bool push_shared(const swkit::CqEntry& entry, swkit::WorkQueueStorage* queue) noexcept;
+  // A serialized QP is about to wait for a peer (its caller's thread): what
+  // the owner's ring holds goes to the end of the shared ring, ahead of
+  // anything completed from now on.
+  void spill_owner() noexcept;
+  // The owner's ring for serialized QP `qp` (its creation), when no other
+  // QP has it; release_owner_ring() at its destruction.
+  bool claim_owner_ring(const void* qp) noexcept {
+    const void* none = nullptr;
+    return owner_qp_.compare_exchange_strong(none, qp, std::memory_order_acq_rel);
+  }
+  void release_owner_ring(const void* qp) noexcept {
+    const void* mine = qp;
+    owner_qp_.compare_exchange_strong(mine, nullptr, std::memory_order_acq_rel);
+  }
+  // `queue` is going (its QP is destroyed): entries for it retire nothing.
+  // `owner_ring`: the queue's QP owns the owner's ring (this is its
+  // caller's thread), so its entries may be in that ring too.
+  void forget(const swkit::WorkQueueStorage* queue, bool owner_ring) noexcept;
+
   const DeviceImpl* device() const noexcept { return device_.get(); }
 
  private:
+  struct Entry {
+    swkit::CqEntry e;
+    swkit::WorkQueueStorage* queue;
+  };
+  struct Ring {
+    std::unique_ptr<Entry[]> slots;
+    std::uint32_t head = 0;              // oldest entry
+    std::atomic<std::uint32_t> count{0}; // written by the ring's one writer at a time
+  };
+
   explicit CqImpl(std::shared_ptr<DeviceImpl> device) noexcept : device_(std::move(device)) {}
+  // Moves up to out.size() entries of `r` (oldest first) into `out`,
+  // retiring their queue slots; returns how many.
+  [[gnu::always_inline]] std::uint32_t take(Ring& r, std::span<Completion> out) noexcept;
+  // poll() when the shared ring holds entries (or a race overran the CQ).
+  int poll_shared(std::span<Completion> out, std::uint32_t mine) noexcept;
+  // Records the overrun (the first one's reason) and returns false.
+  bool lose(const swkit::CqEntry& lost) noexcept;
 
   std::shared_ptr<DeviceImpl> device_;  // children keep parents alive
-  swkit::CompletionRing ring_;
+  std::uint32_t depth_ = 0;
+  Ring owner_;
+  std::atomic<const void*> owner_qp_{nullptr};  // the QP whose ring owner_ is
+  std::mutex shared_mutex_;
+  Ring shared_;
+  std::atomic<bool> overrun_{false};
+  std::atomic<bool> reason_claimed_{false};  // one thread writes reason_
+  std::atomic<bool> reason_ready_{false};
+  char reason_[160] = {};
 };
 
 }  // namespace rma::shm

@@ -39,10 +39,7 @@ Result<std::shared_ptr<DeviceImpl>> DeviceImpl::open() {
   // The thread holds a plain pointer: it is joined in the destructor,
   // before the members it uses go.
   DeviceImpl* raw = dev.get();
-  RMA_RETURN_IF_ERROR(dev->progress_.start(dev->segment_.get(), [raw] {
-    std::lock_guard lock(raw->mutex_);
-    raw->progress();
-  }));
+  RMA_RETURN_IF_ERROR(dev->progress_.start(dev->segment_.get(), [raw] { raw->progress(); }));
   return dev;
 }
 
@@ -88,16 +85,13 @@ void DeviceImpl::remove_qp(std::uint32_t qpn, std::uint32_t slot) noexcept {
   qps_[slot] = nullptr;
 }
 
-QpImpl* DeviceImpl::find_qp(std::uint32_t qpn) const noexcept {
-  std::uint32_t slot;
-  return qpns_.find(qpn, slot) ? qps_[slot] : nullptr;
-}
-
 void DeviceImpl::progress() noexcept {
+  std::lock_guard lock(mutex_);
+  // Read before serving: a request whose doorbell rings after this read
+  // makes progress_due() true again, so no request is left unserved.
+  doorbell_served_.store(layout().header.doorbell.load(std::memory_order_acquire), std::memory_order_relaxed);
   for (QpImpl* qp : live_) qp->serve();
-  for (QpImpl* qp : live_) {
-    if (qp->has_send_work()) qp->drive();
-  }
+  for (QpImpl* qp : live_) qp->drive_if_waiting();
 }
 
 Result<std::unique_ptr<MemoryRegion>> PdImpl::register_memory(void* addr, std::size_t length, Access access) {

@@ -1,12 +1,18 @@
 // The shm device ("shm0") and its protection domains.
 //
-// Each open creates a device with its own shared segment (segment.hpp) and
-// its own lock. The lock serialises everything of this device that runs in
-// this process: posts, polls, registrations and the progress thread. Other
-// processes never take it: they reach this device only through the segment
-// (rings, break flags, the region table) and through process_vm_* copies.
+// Each open creates a device with its own shared segment (segment.hpp).
+// Locks of a device, none of them on the data path of a mapped WRITE, READ
+// or atomic (queue_pair.hpp has the QPs' own and the order of all of them):
+//   - the device lock: the QP table and the progress rounds that walk it
+//     (the progress thread's, and those a poll or post runs);
+//   - the key lock (a leaf): the key table and the shared region table,
+//     taken by registrations and by the lookups that miss a QP's caches.
+// Other processes never take them: they reach this device only through
+// the segment (rings, break flags, the region table) and through
+// process_vm_* copies.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -42,17 +48,36 @@ class DeviceImpl final : public Device, public std::enable_shared_from_this<Devi
   const std::shared_ptr<Segment>& segment() const noexcept { return segment_; }
   SegmentLayout& layout() const noexcept { return segment_->layout(); }
 
-  // ---- device lock held
+  // The key table, under keys_mutex(); its generation() may be read
+  // without it.
+  std::mutex& keys_mutex() noexcept { return keys_mutex_; }
   swkit::KeyTable& keys() noexcept { return keys_; }
+
+  // ---- device lock held
   std::uint32_t new_pd_tag() noexcept { return ++pd_tags_; }
   // A random QP number (24 bits, unique in this device) and a free slot.
   Result<std::uint32_t> add_qp(QpImpl* qp, std::uint32_t& slot);
   void remove_qp(std::uint32_t qpn, std::uint32_t slot) noexcept;
-  QpImpl* find_qp(std::uint32_t qpn) const noexcept;
-  // One round of progress: serve the request rings and break requests of
-  // this device's QPs (the target side), then move every requester that has
-  // work on (responses, RNR timers, peers that died).
+
+  // ---- any thread, no lock held
+  // One round of progress (takes the device lock): serve the request rings
+  // and break requests of this device's QPs (the target side), then move
+  // every requester that waits for a peer on (responses, RNR timers, peers
+  // that died).
   void progress() noexcept;
+  // Whether a round would find anything: a requester of this device waits
+  // for a peer, or a peer rang the doorbell (a ring or break request) since
+  // the last round began. Two loads: what lets a poll skip the round.
+  bool progress_due() const noexcept {
+    return waiting_requesters_.load(std::memory_order_relaxed) != 0 ||
+           layout().header.doorbell.load(std::memory_order_acquire) !=
+               doorbell_served_.load(std::memory_order_relaxed);
+  }
+  // A requester of this device started (+1) or stopped (-1) waiting for a
+  // peer (QpImpl::begin_waiting / end_waiting).
+  void count_waiting(int delta) noexcept {
+    waiting_requesters_.fetch_add(static_cast<std::uint32_t>(delta), std::memory_order_relaxed);
+  }
 
  private:
   DeviceImpl() : info_(shm_device_info()) {}
@@ -60,7 +85,10 @@ class DeviceImpl final : public Device, public std::enable_shared_from_this<Devi
   DeviceInfo info_;
   std::mutex mutex_;
   std::shared_ptr<Segment> segment_;
+  std::mutex keys_mutex_;
   swkit::KeyTable keys_{kMrSlotBits};
+  std::atomic<std::uint32_t> waiting_requesters_{0};
+  std::atomic<std::uint32_t> doorbell_served_{0};  // the doorbell when the last round began
   swkit::IdIndex qpns_;          // qpn -> slot
   QpImpl* qps_[kMaxQp] = {};     // by slot
   std::vector<QpImpl*> live_;    // capacity kMaxQp: progress walks only live QPs

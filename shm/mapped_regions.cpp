@@ -33,25 +33,4 @@ std::uint32_t MappedRegions::refill(Entry& e, const SegmentLayout& peer, std::ui
   return swkit::kVeNone;
 }
 
-MappedRegions::Target MappedRegions::resolve(const SegmentLayout& peer, std::uint32_t peer_pid, std::uint32_t pd,
-                                             std::uint32_t rkey, std::uint64_t addr, std::uint64_t len,
-                                             Access right) noexcept {
-  Entry& e = entries_[rkey % kEntries];
-  const std::uint32_t seq = peer.mr[rkey & (kMaxMr - 1)].seq.load(std::memory_order_acquire);
-  if (e.rkey != rkey || e.seq != seq || rkey == 0) {
-    if (const std::uint32_t ve = refill(e, peer, peer_pid, pd, rkey, addr, len, right); ve != swkit::kVeNone) {
-      return Target{ve, nullptr};
-    }
-  }
-  // check_region's order, on what was cached.
-  if (e.pd != pd) return Target{swkit::kVeRkeyOtherPd, nullptr};
-  if (!has_access(static_cast<Access>(e.access), right)) return Target{swkit::kVeNoRemoteRight, nullptr};
-  if (!(addr >= e.addr && len <= e.length && addr - e.addr <= e.length - len)) {
-    return Target{swkit::kVeRemoteOutOfBounds, nullptr};
-  }
-  if (e.base == nullptr) return Target{swkit::kVeNone, nullptr};
-  if (e.mem->freed()) return Target{swkit::kVeRemoteUnmapped, nullptr};
-  return Target{swkit::kVeNone, e.base + (addr - e.addr)};
-}
-
 }  // namespace rma::shm

@@ -19,7 +19,7 @@ Result<std::unique_ptr<MemoryRegion>> MrImpl::create(std::shared_ptr<PdImpl> pd,
   DeviceImpl& dev = pd->impl();
   swkit::KeyTable::Keys keys;
   {
-    std::lock_guard lock(dev.mutex());
+    std::lock_guard lock(dev.keys_mutex());
     RMA_ASSIGN_OR_RETURN(keys, dev.keys().insert(swkit::MrEntry{a, length, access, pd.get(), watch->orphaned()},
                                                  pd->caps().max_mr));
     publish_region(dev.layout(), keys.rkey, a, length, access, pd->tag(), in_segment);
@@ -29,10 +29,12 @@ Result<std::unique_ptr<MemoryRegion>> MrImpl::create(std::shared_ptr<PdImpl> pd,
 }
 
 MrImpl::~MrImpl() {
-  // Under the device lock, so no work request of this process is between
-  // checking a key and copying through it when the region goes.
+  // Under the key lock, so no atomic this process serves is between
+  // checking the key and touching the word when the region goes. Our own
+  // posts check a copy of the entry (swkit/lkey_cache.hpp) that the erase
+  // invalidates: a post that starts after this returns fails the key.
   DeviceImpl& dev = pd_->impl();
-  std::lock_guard lock(dev.mutex());
+  std::lock_guard lock(dev.keys_mutex());
   withdraw_region(dev.layout(), rkey());
   dev.keys().erase(lkey());
 }

@@ -1,7 +1,7 @@
 // Memory regions of the shm provider: the device's swkit key table (local
 // checks, this process's target-side checks) and the shared region table
-// (a peer's requester-side checks) are updated together under the device
-// lock, so a deregistered key names nothing on either side.
+// (a peer's requester-side checks) are updated together under the device's
+// key lock, so a deregistered key names nothing on either side.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +25,7 @@ class MrImpl final : public MemoryRegion {
       : MemoryRegion(addr, length, lkey, rkey, access), pd_(std::move(pd)), watch_(std::move(watch)) {}
 
   std::shared_ptr<PdImpl> pd_;  // keeps the PD (and device) alive
-  // Destroyed after the destructor body, outside the device lock (the
+  // Destroyed after the destructor body, outside the key lock (the
   // memory monitor must never wait for it).
   std::unique_ptr<swkit::RegionWatch> watch_;
 };

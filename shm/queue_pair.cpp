@@ -1,5 +1,6 @@
-// Queue pair life cycle, connection, posting and completion bookkeeping.
-// Execution is in requester.cpp, serving a peer's requests in responder.cpp.
+// Queue pair life cycle, connection, receives, completions and the error
+// state. Posting and execution are in requester.cpp, serving a peer's
+// requests in responder.cpp.
 #include "shm/queue_pair.hpp"
 
 #include <unistd.h>
@@ -25,8 +26,12 @@ QpImpl::QpImpl(std::shared_ptr<PdImpl> pd, const QpConfig& c, std::shared_ptr<Cq
       max_send_sge_(c.max_send_sge),
       max_recv_sge_(c.max_recv_sge),
       max_inline_(c.max_inline_data),
+      max_msg_size_(pd_->caps().max_msg_size),
+      orphans_(swkit::OrphanTracker::instance()),
       rnr_retry_(c.rnr_retry),
       min_rnr_timer_(c.min_rnr_timer),
+      serialized_(c.serialized),
+      owns_cq_ring_(c.serialized && send_cq_->claim_owner_ring(this)),
       not_ready_budget_(c.timeout == 0 ? std::chrono::nanoseconds(0)
                                        : std::chrono::nanoseconds(std::uint64_t{4096} << c.timeout) *
                                              (c.retry_cnt + 1)) {}
@@ -37,7 +42,7 @@ Result<std::unique_ptr<QueuePair>> QpImpl::create(std::shared_ptr<PdImpl> pd, co
   auto recv_cq = std::dynamic_pointer_cast<CqImpl>(config.recv_cq);
   if (!send_cq) return invalid_argument("create_qp: send_cq was not created by the shm provider");
   if (!recv_cq) return invalid_argument("create_qp: recv_cq was not created by the shm provider");
-  // One device, one lock: a QP's CQs are produced into under its device's.
+  // A CQ's poll runs its device's progress: the QP's must be the same.
   if (send_cq->device() != &pd->impl() || recv_cq->device() != &pd->impl()) {
     return invalid_argument("create_qp: the CQs must come from the same shm device as the PD");
   }
@@ -67,16 +72,27 @@ Result<std::unique_ptr<QueuePair>> QpImpl::create(std::shared_ptr<PdImpl> pd, co
 }
 
 QpImpl::~QpImpl() {
-  if (qpn_ == 0) return;  // never registered (creation failed)
-  {
+  if (qpn_ != 0) {  // registered (creation went through)
+    // No progress round reaches the QP once the device lock is let go (a
+    // round holds it from start to end), and the slot is cleared before
+    // another QP can take it.
     std::lock_guard lock(device_.mutex());
-    cancel_inflight();
+    {
+      std::lock_guard send(send_lock_);
+      cancel_inflight();
+      if (waiting_.load(std::memory_order_relaxed)) end_waiting();
+    }
     // Peers connected to us find the slot free (or another QP's): their
     // next request fails with RETRY_EXC_ERR (kVePeerGone).
     slot().qpn.store(0, std::memory_order_release);
     slot().state.store(static_cast<std::uint32_t>(QpState::kReset), std::memory_order_release);
     device_.remove_qp(qpn_, slot_);
   }
+  // Completions of ours still in the CQs retire nothing once we are gone;
+  // only the send CQ's owner ring can hold ours, and only when we own it.
+  send_cq_->forget(&sq_, owns_cq_ring_);
+  recv_cq_->forget(&rq_, false);
+  if (owns_cq_ring_) send_cq_->release_owner_ring(this);
   // The peer's mapping goes with the last QP that uses it, outside the lock.
   peer_.reset();
 }
@@ -99,17 +115,17 @@ Result<EndpointAddress> QpImpl::local_address() const {
 Status QpImpl::connect(const EndpointAddress& remote) {
   RMA_ASSIGN_OR_RETURN(const Endpoint peer, decode_endpoint(remote));
   {
-    std::lock_guard lock(device_.mutex());
+    std::lock_guard lock(send_lock_);
     const QpState s = state();
     if (s != QpState::kReset) {
       return failed_precondition("connect: QP " + dec(qpn_) + " is in state " + std::string(qp_state_name(s)) +
                                  "; only a RESET QP can be connected, and only once");
     }
   }
-  // Mapping may take a while (and the segment lock); not under the device lock.
+  // Mapping may take a while (and the segment lock); not under the send lock.
   RMA_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentMap::attach(peer.segment, peer.pid, peer.nonce));
   QpSlot& ps = seg->layout().qp[peer.slot];
-  std::lock_guard lock(device_.mutex());
+  std::lock_guard lock(send_lock_);
   if (state() != QpState::kReset) return failed_precondition("connect: QP " + dec(qpn_) + " was connected meanwhile");
   if (ps.qpn.load(std::memory_order_acquire) != peer.qpn) {
     return not_found("connect: no QP " + dec(peer.qpn) + " exists in process " + dec(peer.pid) + " (destroyed?)");
@@ -118,6 +134,7 @@ Status QpImpl::connect(const EndpointAddress& remote) {
     return failed_precondition("connect: peer QP " + dec(peer.qpn) + " is in the error state");
   }
   peer_ = std::move(seg);
+  peer_layout_ = &peer_->layout();
   peer_slot_ = &ps;
   peer_qpn_ = peer.qpn;
   peer_pid_ = static_cast<pid_t>(peer.pid);
@@ -130,65 +147,19 @@ Status QpImpl::connect(const EndpointAddress& remote) {
 }
 
 Status QpImpl::set_error() {
-  std::lock_guard lock(device_.mutex());
-  if (state() != QpState::kError) enter_error();
+  std::lock_guard lock(send_lock_);
+  if (state() != QpState::kError) enter_error(true);
   return {};
 }
 
-// ------------------------------------------------------------------ posting
-
-PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
-  std::lock_guard lock(device_.mutex());
-  const SendLimits limits{max_send_sge_, max_inline_, pd_->caps().max_msg_size};
-  // Requests are checked against the state the QP had when post() was
-  // called, so one that fails as it runs does not make later ones of the
-  // same list look unpostable: they are accepted and then flushed, as on a
-  // NIC.
-  const QpState posted_in = state();
-  PostResult result;
-  for (std::size_t i = 0; i < wrs.size(); ++i) {
-    const WorkRequest& wr = wrs[i];
-    StatusCode code;
-    std::uint64_t length = 0;
-    if (const char* why = swkit::check_post_send(posted_in, wr, limits, sq_.full(), &length, code)) {
-      result = PostResult{code, static_cast<std::uint32_t>(i), why};
-      break;
-    }
-    SendWqe w{};
-    swkit::fill_send_wqe(w, wr, length);
-    // Nothing waits ahead of it (RC order): run it now, straight from the
-    // caller's list, when it completes without waiting. Its queue slot is
-    // taken all the same: it is busy until a completion covering it is
-    // polled.
-    if (sq_exec_ == sq_.tail() && state() == QpState::kRts) {
-      const Step step = run_now(w, wr.sgl);
-      if (step.kind != Step::kWaiting) {
-        const std::uint64_t seq = sq_.push();
-        ++sq_exec_;
-        finish(seq, w, step);
-        continue;
-      }
-    }
-    SendWqe& queued = sq_.prepare(wr.sgl, (wr.flags & kWrInline) != 0);
-    const std::uint32_t num_sge = queued.num_sge;
-    queued = w;
-    queued.num_sge = num_sge;
-    sq_.push();
-  }
-  if (sq_exec_ != sq_.tail()) {
-    drive();
-    // Accepted behind a request that broke the QP: flushed now.
-    if (state() == QpState::kError && sq_exec_ != sq_.tail()) enter_error();
-  }
-  // A request now waits in a ring: when the target is a QP of this device,
-  // serving it here saves the caller a poll.
-  if (inflight_) device_.progress();
-  return result;
-}
+// ------------------------------------------------------------------ receives
 
 PostResult QpImpl::post_recv(std::span<const RecvRequest> wrs) noexcept {
-  std::lock_guard lock(device_.mutex());
-  const PostResult result = swkit::post_receives(rq_, state(), max_recv_sge_, wrs);
+  PostResult result;
+  {
+    std::lock_guard lock(recv_lock_);
+    result = swkit::post_receives(rq_, state(), max_recv_sge_, wrs);
+  }
   // A SEND or WRITE_WITH_IMM that found no receive (RNR) can go on now.
   serve();
   return result;
@@ -196,39 +167,46 @@ PostResult QpImpl::post_recv(std::span<const RecvRequest> wrs) noexcept {
 
 // ------------------------------------------------------------------ completions
 
-void QpImpl::retire(bool send_queue, std::uint64_t seq) noexcept {
-  if (send_queue) {
-    sq_.retire(seq);
-  } else {
-    rq_.retire(seq);
-  }
-}
-
-void QpImpl::complete_send(std::uint64_t seq, const SendWqe& w, WcStatus status, std::uint32_t byte_len,
-                           std::uint32_t vendor_err) noexcept {
-  // A lost completion breaks the QP.
-  if (!send_cq_->push(swkit::send_completion(w, seq, qpn_, status, byte_len, vendor_err))) needs_error_ = true;
-}
-
 void QpImpl::complete_recv(WcStatus status, Opcode opcode, std::uint32_t byte_len, bool has_imm, std::uint32_t imm,
                            std::uint32_t vendor_err) noexcept {
   const std::uint64_t seq = rq_next_++;
   const swkit::CqEntry e =
       swkit::recv_completion(rq_[seq], seq, qpn_, status, opcode, byte_len, has_imm, imm, vendor_err);
-  if (!recv_cq_->push(e)) needs_error_ = true;
+  if (!recv_cq_->push_shared(e, &rq_)) recv_lost_ = true;
 }
 
-void QpImpl::enter_error() noexcept {
+void QpImpl::begin_waiting() noexcept {
+  // Completions from now on go to the shared ring, so what the owner's
+  // ring holds must come out of the CQ first (completion_queue.hpp).
+  if (owns_cq_ring_) send_cq_->spill_owner();
+  waiting_.store(true, std::memory_order_relaxed);
+  device_.count_waiting(+1);
+}
+
+void QpImpl::end_waiting() noexcept {
+  device_.count_waiting(-1);
+  // Last: a serialized QP's caller that sees it goes on without the lock.
+  waiting_.store(false, std::memory_order_release);
+}
+
+void QpImpl::enter_error(bool by_caller) noexcept {
   set_state(QpState::kError);
-  rnr_armed_ = false;
-  not_ready_armed_ = false;
-  // The request in the peer's ring, if the peer has not taken it yet, is
-  // withdrawn; it is flushed with the rest either way.
-  cancel_inflight();
-  // Every request not yet executed, and every receive not yet consumed,
-  // completes with WR_FLUSH_ERR, signaled or not.
-  (void)swkit::flush_queues(sq_, sq_exec_, rq_, rq_next_, qpn_, *send_cq_, *recv_cq_);
-  needs_error_ = false;  // done; flushes lost to an overrun change nothing more
+  if (!serialized_ || by_caller || waiting_.load(std::memory_order_relaxed)) {
+    rnr_armed_ = false;
+    not_ready_armed_ = false;
+    // The request in the peer's ring, if the peer has not taken it yet, is
+    // withdrawn; it is flushed with the rest either way.
+    cancel_inflight();
+    // Every request not yet executed completes with WR_FLUSH_ERR, signaled
+    // or not.
+    swkit::flush_send_queue(sq_, sq_exec_, qpn_, [&](const swkit::CqEntry& e) { push_send(e); });
+    if (waiting_.load(std::memory_order_relaxed)) end_waiting();
+    error_pending_ = false;  // done; flushes lost to an overrun change nothing more
+  }
+  // And every receive not yet consumed.
+  std::lock_guard lock(recv_lock_);
+  swkit::flush_recv_queue(rq_, rq_next_, qpn_, [&](const swkit::CqEntry& e) { (void)recv_cq_->push_shared(e, &rq_); });
+  recv_lost_ = false;
 }
 
 }  // namespace rma::shm

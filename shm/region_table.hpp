@@ -20,7 +20,7 @@
 
 namespace rma::shm {
 
-// Owner, under its device lock. `in_segment`: where the region lies in a
+// Owner, under its device's key lock. `in_segment`: where the region lies in a
 // shared segment of this process, if it does.
 void publish_region(SegmentLayout& seg, std::uint32_t rkey, std::uint64_t addr, std::uint64_t length,
                     Access access, std::uint32_t pd, const std::optional<node::Location>& in_segment) noexcept;

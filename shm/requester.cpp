@@ -1,4 +1,4 @@
-// The requester side: executing the head send work request.
+// The requester side: posting, and executing the head send work request.
 //
 // The checks follow the IB spec and rdma_rxe, in swkit's order: local
 // protection first (our own key table), then the target QP (exists, accepts
@@ -10,8 +10,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "shm/cma.hpp"
+#include "shm/copy.hpp"
 #include "shm/mapped_regions.hpp"
 #include "shm/queue_pair.hpp"
 #include "shm/region_table.hpp"
@@ -34,7 +36,187 @@ constexpr std::chrono::milliseconds kLivenessInterval{1};
 // How many WRITEs/READs/mapped atomics run between two such questions.
 constexpr std::uint32_t kLivenessOps = 1024;
 
+// What send_completion reads of a request that ran at post().
+swkit::SendWqe fill_completion_wqe(const WorkRequest& wr, std::uint32_t len) noexcept {
+  swkit::SendWqe w{};
+  swkit::fill_send_wqe(w, wr, len);
+  return w;
+}
+
 }  // namespace
+
+// ------------------------------------------------------------------ posting
+
+PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
+  if (wrs.size() == 1) {
+    // A serialized QP with nothing waiting is its caller's alone: no lock
+    // (queue_pair.hpp).
+    if (serialized_) {
+      if (!waiting_.load(std::memory_order_acquire) && post_now(wrs[0])) {
+        if (!error_pending_) [[likely]] return {};
+        std::lock_guard lock(send_lock_);
+        enter_error(true);
+        return {};
+      }
+    } else {
+      std::lock_guard lock(send_lock_);
+      if (!waiting_.load(std::memory_order_relaxed) && post_now(wrs[0])) {
+        if (error_pending_) enter_error(true);
+        return {};
+      }
+    }
+  }
+  return post_list(wrs);
+}
+
+inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
+  // Every "no" below is a request the general path (post_list) answers,
+  // after the same checks in full, with the same outcome.
+  if (state() != QpState::kRts || wr.sgl.size() != 1 || sq_.full()) return false;
+  const Sge& sge = wr.sgl[0];
+  const std::uint32_t len = sge.length;
+  if (len == 0 || len > max_msg_size_) return false;
+  // check_post_send_fast's acceptance; fence and solicited change nothing
+  // here (nothing is outstanding).
+  const std::uint32_t flags = wr.flags & ~static_cast<std::uint32_t>(kWrSignaled | kWrFence | kWrSolicited);
+  Access local_right, remote_right;
+  switch (wr.opcode) {
+    case Opcode::kRdmaWrite:
+      if (flags != 0 && (flags != kWrInline || len > max_inline_)) return false;
+      local_right = Access::kNone;
+      remote_right = Access::kRemoteWrite;
+      break;
+    case Opcode::kRdmaRead:
+      if (flags != 0) return false;
+      local_right = Access::kLocalWrite;
+      remote_right = Access::kRemoteRead;
+      break;
+    case Opcode::kAtomicFetchAdd:
+    case Opcode::kAtomicCmpSwap:
+      if (flags != 0 || len != 8 || (wr.remote_addr & 7u) != 0) return false;
+      local_right = Access::kLocalWrite;
+      remote_right = Access::kRemoteAtomic;
+      break;
+    default:
+      return false;
+  }
+  // run_now's checks, in its order, answered from the caches.
+  orphans_.sync();
+  if (flags != kWrInline && lkeys_.probe(device_.keys(), pd_.get(), sge, local_right) != kVeNone) return false;
+  if (peer_slot_->qpn.load(std::memory_order_acquire) != peer_qpn_) return false;
+  const auto ps = static_cast<QpState>(peer_slot_->state.load(std::memory_order_acquire));
+  if (ps != QpState::kRtr && ps != QpState::kRts) return false;
+  if (ops_since_liveness_ + 1 >= kLivenessOps) return false;  // the general path asks
+  std::byte* const at = mapped_.probe(*peer_layout_, peer_slot_->pd.load(std::memory_order_acquire), wr.rkey,
+                                      wr.remote_addr, len, remote_right);
+  if (at == nullptr) return false;
+  ++ops_since_liveness_;
+
+  void* const mine = reinterpret_cast<void*>(sge.addr);
+  switch (wr.opcode) {
+    case Opcode::kRdmaWrite:
+      copy_bytes(at, mine, len);
+      break;
+    case Opcode::kRdmaRead:
+      copy_bytes(mine, at, len);
+      break;
+    default: {
+      // As execute_mapped_atomic.
+      auto* word = reinterpret_cast<std::uint64_t*>(at);
+      std::uint64_t original;
+      if (wr.opcode == Opcode::kAtomicFetchAdd) {
+        original = __atomic_fetch_add(word, wr.compare_add, __ATOMIC_SEQ_CST);
+      } else {
+        original = wr.compare_add;
+        __atomic_compare_exchange_n(word, &original, wr.swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      }
+      std::memcpy(mine, &original, 8);
+      break;
+    }
+  }
+  const std::uint64_t seq = sq_.push();
+  ++sq_exec_;
+  if ((wr.flags & kWrSignaled) != 0) {
+    // Its own completion opcode: no _WITH_IMM here.
+    const bool pushed =
+        owns_cq_ring_ ? send_cq_->push_owner_success(wr.wr_id, wr.opcode, len, qpn_, seq, &sq_)
+                    : send_cq_->push_shared(swkit::send_completion(fill_completion_wqe(wr, len), seq, qpn_,
+                                                                   WcStatus::kSuccess, len, kVeNone),
+                                            &sq_);
+    if (!pushed) [[unlikely]] error_pending_ = true;  // a lost completion breaks the QP
+  }
+  return true;
+}
+
+PostResult QpImpl::post_list(std::span<const WorkRequest> wrs) noexcept {
+  // A serialized QP with nothing waiting is its caller's alone: no lock
+  // (queue_pair.hpp). Taken, it stays taken to the end of the call.
+  std::unique_lock lock(send_lock_, std::defer_lock);
+  if (!serialized_ || waiting_.load(std::memory_order_acquire)) lock.lock();
+  const SendLimits limits{max_send_sge_, max_inline_, max_msg_size_};
+  // Requests are checked against the state the QP had when post() was
+  // called, so one that fails as it runs does not make later ones of the
+  // same list look unpostable: they are accepted and then flushed, as on a
+  // NIC.
+  const QpState posted_in = state();
+  PostResult result;
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    const WorkRequest& wr = wrs[i];
+    StatusCode code;
+    std::uint64_t length = 0;
+    if (const char* why = swkit::check_post_send_fast(posted_in, wr, limits, sq_.full(), &length, code)) {
+      result = PostResult{code, static_cast<std::uint32_t>(i), why};
+      break;
+    }
+    SendWqe w;
+    swkit::fill_send_wqe(w, wr, length);
+    // Nothing waits ahead of it (RC order): run it now, straight from the
+    // caller's list, when it completes without waiting. Its queue slot is
+    // taken all the same: it is busy until a completion covering it is
+    // polled.
+    if (!waiting_.load(std::memory_order_relaxed) && state() == QpState::kRts) {
+      const Step step = run_now(w, wr.sgl);
+      if (step.kind != Step::kWaiting) {
+        const std::uint64_t seq = sq_.push();
+        ++sq_exec_;
+        finish(seq, w, step);
+        if (error_pending_) {
+          // The rest of the list is accepted and flushed, under the lock.
+          if (!lock.owns_lock()) lock.lock();
+          enter_error(true);
+        }
+        continue;
+      }
+    }
+    if (!lock.owns_lock()) lock.lock();
+    if (!waiting_.load(std::memory_order_relaxed)) begin_waiting();
+    SendWqe& queued = sq_.prepare(wr.sgl, (wr.flags & kWrInline) != 0);
+    const std::uint32_t num_sge = queued.num_sge;
+    queued = w;
+    queued.num_sge = num_sge;
+    sq_.push();
+  }
+  bool serve_here = false;
+  if (waiting_.load(std::memory_order_relaxed)) {  // the lock is held
+    drive();
+    // Accepted behind a request that broke the QP: flushed now.
+    if (state() == QpState::kError && sq_exec_ != sq_.tail()) enter_error(true);
+    // A request now waits in a ring: when the target is a QP of this
+    // device, serving it here saves the caller a poll.
+    serve_here = inflight_ && peer_->own();
+  }
+  if (lock.owns_lock()) lock.unlock();
+  if (serve_here) device_.progress();
+  return result;
+}
+
+// ------------------------------------------------------------------ execution
+
+void QpImpl::drive_if_waiting() noexcept {
+  if (!waiting_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(send_lock_);
+  if (waiting_.load(std::memory_order_relaxed)) drive();
+}
 
 void QpImpl::drive() noexcept {
   while (state() == QpState::kRts) {
@@ -43,7 +225,10 @@ void QpImpl::drive() noexcept {
     if (inflight_) {
       step = check_answer();
     } else {
-      if (sq_exec_ == sq_.tail()) return;
+      if (sq_exec_ == sq_.tail()) {
+        end_waiting();
+        return;
+      }
       step = execute(sq_[seq], seq);
     }
     if (step.kind == Step::kWaiting) return;
@@ -52,17 +237,19 @@ void QpImpl::drive() noexcept {
     not_ready_armed_ = false;
     ++sq_exec_;
     finish(seq, sq_[seq], step);
+    if (error_pending_) enter_error(false);
   }
 }
 
 void QpImpl::finish(std::uint64_t seq, const SendWqe& w, const Step& step) noexcept {
   if (step.kind == Step::kDone) {
-    if ((w.flags & kWrSignaled) != 0) complete_send(seq, w, WcStatus::kSuccess, step.byte_len, kVeNone);
+    if ((w.flags & kWrSignaled) != 0) {
+      push_send(swkit::send_completion(w, seq, qpn_, WcStatus::kSuccess, step.byte_len, kVeNone));
+    }
   } else {
-    complete_send(seq, w, step.status, 0, step.vendor_err);
-    needs_error_ = true;  // errors are fatal to the QP
+    push_send(swkit::send_completion(w, seq, qpn_, step.status, 0, step.vendor_err));
+    error_pending_ = true;  // errors are fatal to the QP
   }
-  if (needs_error_) enter_error();
 }
 
 std::span<const Sge> QpImpl::local_sgl(const SendWqe& w, std::uint64_t seq, Sge& inline_sge) const noexcept {
@@ -83,14 +270,14 @@ QpImpl::Step QpImpl::execute(const SendWqe& w, std::uint64_t seq) noexcept {
 
 QpImpl::Step QpImpl::run_now(const SendWqe& w, std::span<const Sge> local) noexcept {
   // See every unmap that finished before this transfer (swkit/orphan_tracker.hpp).
-  OrphanTracker::instance().sync();
+  orphans_.sync();
 
   // 1. Local protection. READ and atomic results are written locally, so
   //    their buffers need LOCAL_WRITE.
   if ((w.flags & kWrInline) == 0) {
     const bool writes_local = w.opcode == Opcode::kRdmaRead || is_atomic(w.opcode);
-    const std::uint32_t ve = check_local_sgl(device_.keys(), pd_.get(), local, w.length,
-                                             writes_local ? Access::kLocalWrite : Access::kNone);
+    const std::uint32_t ve = lkeys_.check(device_.keys(), device_.keys_mutex(), pd_.get(), local, w.length,
+                                          writes_local ? Access::kLocalWrite : Access::kNone);
     if (ve != kVeNone) return Step{Step::kFailed, WcStatus::kLocProtErr, 0, ve};
   }
 
@@ -118,7 +305,7 @@ QpImpl::Step QpImpl::run_now(const SendWqe& w, std::span<const Sge> local) noexc
     // In a segment we map: the CPU's atomic instruction on the mapped word,
     // here and now. Anything else (memory outside a segment, and every
     // error, which the target reports as it always does) goes to the ring.
-    const MappedRegions::Target t = mapped_.resolve(peer_->layout(), static_cast<std::uint32_t>(peer_pid_),
+    const MappedRegions::Target t = mapped_.resolve(*peer_layout_, static_cast<std::uint32_t>(peer_pid_),
                                                     peer_slot_->pd.load(std::memory_order_acquire), w.rkey,
                                                     w.remote_addr, 8, Access::kRemoteAtomic);
     if (t.at == nullptr) return Step{Step::kWaiting};
@@ -182,7 +369,7 @@ QpImpl::Step QpImpl::execute_direct(const SendWqe& w, std::span<const Sge> local
   if (w.length == 0) return Step{Step::kDone, WcStatus::kSuccess, 0, kVeNone};
   // 3. The target's region, from its shared table (through our cache of it).
   const MappedRegions::Target t =
-      mapped_.resolve(peer_->layout(), static_cast<std::uint32_t>(peer_pid_),
+      mapped_.resolve(*peer_layout_, static_cast<std::uint32_t>(peer_pid_),
                       peer_slot_->pd.load(std::memory_order_acquire), w.rkey, w.remote_addr, w.length,
                       write ? Access::kRemoteWrite : Access::kRemoteRead);
   if (t.vendor_err != kVeNone) {
@@ -195,9 +382,9 @@ QpImpl::Step QpImpl::execute_direct(const SendWqe& w, std::span<const Sge> local
     if (local.size() == 1) {  // the common case: one copy, no list walk
       void* const mine = reinterpret_cast<void*>(local[0].addr);
       if (write) {
-        std::memcpy(t.at, mine, w.length);
+        copy_bytes(t.at, mine, w.length);
       } else {
-        std::memcpy(mine, t.at, w.length);
+        copy_bytes(mine, t.at, w.length);
       }
     } else if (write) {
       copy_from_sgl(local, 0, reinterpret_cast<std::uint8_t*>(t.at), w.length);
@@ -228,8 +415,12 @@ QpImpl::Step QpImpl::execute_direct(const SendWqe& w, std::span<const Sge> local
 
 QpImpl::Step QpImpl::issue(const SendWqe& w, std::span<const Sge> local) noexcept {
   RingEntry& e = peer_slot_->ring[ring_seq_ % kRingDepth];
-  // Free unless the target has not yet cleared an entry we cancelled: wait.
-  if (e.state.load(std::memory_order_acquire) != RingEntry::kEmpty) return Step{Step::kWaiting};
+  // Free unless the target has not yet cleared an entry we cancelled: wait,
+  // and wake its progress to clear it (rounds run only when rung).
+  if (e.state.load(std::memory_order_acquire) != RingEntry::kEmpty) {
+    peer_->ring_doorbell();
+    return Step{Step::kWaiting};
+  }
   e.seq = ring_seq_;
   e.src_pid = static_cast<std::uint32_t>(device_.segment()->pid());
   e.src_qpn = qpn_;

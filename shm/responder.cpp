@@ -10,6 +10,7 @@
 // word. Ring contents come from another process: they are copied once and
 // validated before use.
 #include <cerrno>
+#include <mutex>
 
 #include "shm/cma.hpp"
 #include "shm/queue_pair.hpp"
@@ -33,9 +34,27 @@ void QpImpl::serve() noexcept {
   // A requester found a remote access error on us: ERROR, as after a NAK.
   if (s.break_request.load(std::memory_order_acquire) != 0) {
     s.break_request.store(0, std::memory_order_relaxed);
-    if (state() != QpState::kError) enter_error();
+    std::lock_guard lock(send_lock_);
+    if (state() != QpState::kError) enter_error(false);
   }
   if (state() == QpState::kReset) return;  // not connected: nobody may post yet
+  for (;;) {
+    bool breaks;
+    {
+      std::lock_guard lock(recv_lock_);
+      breaks = serve_ring();
+    }
+    if (!breaks) return;
+    {
+      std::lock_guard lock(send_lock_);
+      if (state() != QpState::kError) enter_error(false);
+    }
+    // What is left in the ring is answered as a QP in ERROR answers.
+  }
+}
+
+bool QpImpl::serve_ring() noexcept {
+  QpSlot& s = slot();
   for (;;) {
     RingEntry& e = s.ring[served_seq_ % kRingDepth];
     std::uint32_t st = e.state.load(std::memory_order_acquire);
@@ -44,12 +63,12 @@ void QpImpl::serve() noexcept {
       ++served_seq_;
       continue;
     }
-    if (st != RingEntry::kPosted) return;
+    if (st != RingEntry::kPosted) return false;
     const auto op = static_cast<Opcode>(e.opcode);
     // RNR: leave it; a receive posted later (post_recv serves) lets it run.
     if (state() == QpState::kRts && needs_receive(op) && rq_next_ == rq_.tail()) {
       e.rnr.store(1, std::memory_order_release);
-      return;
+      return false;
     }
     if (!e.state.compare_exchange_strong(st, RingEntry::kTaken, std::memory_order_acq_rel)) continue;  // cancelled
     const Answer a = answer(e);
@@ -58,7 +77,10 @@ void QpImpl::serve() noexcept {
     e.vendor_err = a.vendor_err;
     e.state.store(RingEntry::kDone, std::memory_order_release);
     ++served_seq_;
-    if ((a.breaks_target || needs_error_) && state() != QpState::kError) enter_error();
+    if ((a.breaks_target || recv_lost_) && state() != QpState::kError) {
+      recv_lost_ = false;
+      return true;
+    }
   }
 }
 
@@ -105,7 +127,12 @@ QpImpl::Answer QpImpl::answer_send(const RingEntry& e, std::span<const Sge> remo
     complete_recv(WcStatus::kLocLenErr, Opcode::kRecv, 0, false, 0, kVeRecvTooSmall);
     return Answer{WcStatus::kRemInvReqErr, kVeRecvTooSmall, 0, true};
   }
-  if (check_local_sgl(device_.keys(), pd_.get(), rsgl, len, Access::kLocalWrite) != kVeNone) {
+  std::uint32_t local_ve;
+  {
+    std::lock_guard lock(device_.keys_mutex());
+    local_ve = check_local_sgl(device_.keys(), pd_.get(), rsgl, len, Access::kLocalWrite);
+  }
+  if (local_ve != kVeNone) {
     // The receiver's own buffer is bad: its completion says local
     // protection error; the requester learns only that the remote side
     // failed (REM_OP_ERR).
@@ -134,7 +161,11 @@ QpImpl::Answer QpImpl::answer_write_imm(const RingEntry& e, std::span<const Sge>
   const std::uint32_t len = e.length;
   const std::uint64_t addr = e.remote_addr;
   if (len > 0) {
-    const std::uint32_t ve = check_remote(device_.keys(), pd_.get(), e.rkey, addr, len, Access::kRemoteWrite);
+    std::uint32_t ve;
+    {
+      std::lock_guard lock(device_.keys_mutex());
+      ve = check_remote(device_.keys(), pd_.get(), e.rkey, addr, len, Access::kRemoteWrite);
+    }
     if (ve != kVeNone) return Answer{WcStatus::kRemAccessErr, ve, 0, true};
     const Sge target{addr, len, 0};
     const int err = cma_copy(static_cast<pid_t>(e.src_pid), false, {&target, 1}, remote, len);
@@ -151,6 +182,9 @@ QpImpl::Answer QpImpl::answer_write_imm(const RingEntry& e, std::span<const Sge>
 
 QpImpl::Answer QpImpl::answer_atomic(const RingEntry& e) noexcept {
   const std::uint64_t addr = e.remote_addr;
+  // The key lock from the check to the atomic: a deregistration (and the
+  // unmap that may follow it) waits, so the word is never touched after.
+  std::lock_guard lock(device_.keys_mutex());
   const std::uint32_t ve = check_remote(device_.keys(), pd_.get(), e.rkey, addr, 8, Access::kRemoteAtomic);
   if (ve != kVeNone) return Answer{WcStatus::kRemAccessErr, ve, 0, true};
   // The requester's post() rejects this already; a responder cannot trust

@@ -29,6 +29,7 @@ struct Loop {
   std::uint64_t total = 0;
   std::int64_t last_completion = 0;
   std::int64_t last_progress = 0;
+  std::uint32_t inline_bit = 0;  // kWrInline when this size goes inline
   Completion wc[kPollBatch];
 
   Loop(Session& session, std::uint64_t msg_size) : s(session), size(msg_size) {
@@ -63,17 +64,15 @@ struct Loop {
       }
     }
     no_peak = o.no_peak;
-  }
-
-  std::uint32_t inline_flag() const {
-    const Options& o = s.opt;
-    return (o.tool.verb == Verb::kWrite && o.inline_size > 0 && size <= o.inline_size) ? static_cast<std::uint32_t>(kWrInline) : 0u;
+    inline_bit = (o.tool.verb == Verb::kWrite && o.inline_size > 0 && size <= o.inline_size)
+                     ? static_cast<std::uint32_t>(kWrInline)
+                     : 0u;
   }
 
   void post(std::size_t i, bool signaled) {
     WorkRequest& wr = wrs[i];
     const std::uint64_t count = since_signal[i] + 1;
-    wr.flags = (signaled ? kWrSignaled : 0u) | inline_flag();
+    wr.flags = (signaled ? kWrSignaled : 0u) | inline_bit;
     wr.wr_id = (static_cast<std::uint64_t>(i) << 32) | (signaled ? count : 0);
     if (record && (!no_peak || totscnt == 0)) posted[no_peak ? 0 : totscnt] = now_ns();
     PostResult pr = s.qps[i].qp->post({&wr, 1});
@@ -134,10 +133,16 @@ struct Loop {
     completed.assign(no_peak ? 1 : total, 0);
     last_progress = now_ns();
     std::uint64_t idle = 0;
+    const std::uint64_t iters = o.iters;
+    const std::uint64_t depth = o.tx_depth;
+    const std::uint64_t cq_mod = o.cq_mod;
     while (totscnt < total || totccnt < total) {
       for (std::size_t i = 0; i < nq; ++i) {
-        while (scnt[i] < o.iters && scnt[i] - ccnt[i] < o.tx_depth) {
-          const bool signaled = ((scnt[i] + 1) % o.cq_mod == 0) || scnt[i] == o.iters - 1;
+        while (scnt[i] < iters && scnt[i] - ccnt[i] < depth) {
+          // Every cq_mod-th request (since_signal counts the ones since the
+          // last signaled) and the last one are signaled, as perftest's
+          // (scnt + 1) % cq_mod == 0.
+          const bool signaled = since_signal[i] + 1 == cq_mod || scnt[i] == iters - 1;
           post(i, signaled);
         }
       }
@@ -158,7 +163,7 @@ struct Loop {
     for (;;) {
       if ((++spins & 63) == 0 && now_ns() >= end) break;
       for (std::size_t i = 0; i < nq; ++i) {
-        while (scnt[i] - ccnt[i] < o.tx_depth) post(i, (scnt[i] + 1) % o.cq_mod == 0);
+        while (scnt[i] - ccnt[i] < o.tx_depth) post(i, since_signal[i] + 1 == o.cq_mod);
       }
       if (poll() == 0) check_stall(idle);
     }

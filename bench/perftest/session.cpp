@@ -1,5 +1,6 @@
 #include "session.hpp"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -71,11 +72,6 @@ std::string compare_settings(const std::string& mine, const std::string& theirs)
 }
 
 }  // namespace
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 Session::~Session() {
   qps.clear();
@@ -307,6 +303,10 @@ void setup(Session& s) {
     cfg.max_inline_data = o.inline_size;
     cfg.max_rd_atomic = o.outs;
     cfg.path_mtu = s.perftest ? s.path_mtu : o.mtu;
+    // One thread posts and polls everything (perftest's loops; ucx_perftest
+    // runs UCX in its default single-thread mode): providers may leave
+    // their locks off the data path.
+    cfg.serialized = true;
     auto qp = s.pd->create_qp(cfg);
     if (!qp.ok()) fatal(s, "cannot create QP " + std::to_string(i) + ": " + qp.status().message());
     q.qp = std::move(qp).value();
@@ -404,13 +404,26 @@ void keep_alive(Session& s) {
 std::string passive_wait(Session& s, FrameType type) {
   Completion wc[16];
   std::uint64_t spins = 0;
+  // Over shm a passive side needs no polls of its own: mapped requests need
+  // nothing from it, and the device's progress thread, woken by the
+  // doorbell, serves its ring. So it waits in the kernel for the peer's
+  // frame between CQ polls (1 ms at most), as perftest's and ucx_perftest's
+  // servers sleep, instead of spinning on a CPU the active side needs.
+  // Other providers may need the polls (softroce's receive path): they spin.
+  const bool sleeps = s.dev && s.dev->name().rfind("shm", 0) == 0;
   for (;;) {
     int n = s.cq ? s.cq->poll({wc, 16}) : 0;
     if (n < 0) fatal(s, std::string("completion queue overrun: ") + s.cq->overrun_reason());
     for (int k = 0; k < n; ++k) {
       if (wc[k].status != WcStatus::kSuccess) fatal(s, completion_error(wc[k]));
     }
-    if ((++spins & 0x3f) != 0) continue;
+    if (sleeps) {
+      ++spins;
+      pollfd pfd{s.oob.fd(), POLLIN, 0};
+      (void)::poll(&pfd, 1, 1);
+    } else if ((++spins & 0x3f) != 0) {
+      continue;
+    }
     Frame f;
     auto r = s.oob.poll_frame(f);
     if (!r.ok()) fatal(s, r.status().message());
@@ -477,6 +490,7 @@ int run_tool(const Tool& tool, int argc, char** argv) {
   }
   Session s;
   s.opt = *parsed;
+  calibrate_clock();
   setup(s);
   if (tool.test == TestKind::kBw) {
     run_bw(s);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "clock.hpp"
 #include "oob.hpp"
 #include "perftest_wire.hpp"
 #include "options.hpp"
@@ -95,7 +96,5 @@ void finish(Session& s);
 // Entry point of the six tools.
 int run_tool(const Tool& tool, int argc, char** argv);
 
-// Nanoseconds on the monotonic clock.
-std::int64_t now_ns();
 
 }  // namespace rma::perftest

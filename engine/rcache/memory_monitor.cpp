@@ -21,11 +21,11 @@ std::atomic<std::uint64_t> g_uffd_events{0};
 std::atomic<std::uint64_t> g_hook_events{0};
 
 void lock_sinks() noexcept {
-  for (InvalidationSink* s : *g_subscribers) s->sink_mutex().lock();
+  for (InvalidationSink* s : *g_subscribers) s->lock_sink();
 }
 void unlock_sinks() noexcept {
   for (auto it = g_subscribers->rbegin(); it != g_subscribers->rend(); ++it) {
-    (*it)->sink_mutex().unlock();
+    (*it)->unlock_sink();
   }
 }
 

@@ -22,6 +22,11 @@ class InvalidationSink {
   virtual ~InvalidationSink() = default;
   // The sink's lock; held by the caller around invalidate_locked().
   virtual std::mutex& sink_mutex() noexcept = 0;
+  // How the monitor takes and releases it (around reading events too): a
+  // sink whose readers must know that an invalidation is under way without
+  // taking the lock themselves overrides both (swkit's orphan tracker).
+  virtual void lock_sink() noexcept { sink_mutex().lock(); }
+  virtual void unlock_sink() noexcept { sink_mutex().unlock(); }
   // Drops cached state overlapping [start, end). Must not free memory or
   // block: it runs on the monitor thread or inside an unmapping call.
   virtual void invalidate_locked(std::uintptr_t start, std::uintptr_t end) noexcept = 0;

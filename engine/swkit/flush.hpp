@@ -13,23 +13,34 @@
 
 namespace rma::swkit {
 
-// Advances `exec` to the send queue's tail and `next` to the receive
-// queue's tail, pushing one WR_FLUSH_ERR completion for each request passed
-// into send_cq / recv_cq (anything with bool push(const CqEntry&)). False
-// when a completion was lost to a CQ overrun.
+// Advances `exec` to the send queue's tail, handing one WR_FLUSH_ERR
+// completion for each request passed to `push` (a callable taking a const
+// CqEntry&).
+template <typename Wqe, typename Push>
+void flush_send_queue(const WorkQueue<Wqe>& sq, std::uint64_t& exec, std::uint32_t qpn, Push&& push) noexcept {
+  while (exec < sq.tail()) {
+    const std::uint64_t seq = exec++;
+    push(send_completion(sq[seq], seq, qpn, WcStatus::kWrFlushErr, 0, kVeFlushed));
+  }
+}
+
+// The same for the receive queue from `next`.
+template <typename Push>
+void flush_recv_queue(const WorkQueue<RecvWqe>& rq, std::uint64_t& next, std::uint32_t qpn, Push&& push) noexcept {
+  while (next < rq.tail()) {
+    const std::uint64_t seq = next++;
+    push(recv_completion(rq[seq], seq, qpn, WcStatus::kWrFlushErr, Opcode::kRecv, 0, false, 0, kVeFlushed));
+  }
+}
+
+// Both queues, into send_cq / recv_cq (anything with bool push(const
+// CqEntry&)). False when a completion was lost to a CQ overrun.
 template <typename Wqe, typename Cq>
 bool flush_queues(const WorkQueue<Wqe>& sq, std::uint64_t& exec, const WorkQueue<RecvWqe>& rq, std::uint64_t& next,
                   std::uint32_t qpn, Cq& send_cq, Cq& recv_cq) noexcept {
   bool all = true;
-  while (exec < sq.tail()) {
-    const std::uint64_t seq = exec++;
-    all &= send_cq.push(send_completion(sq[seq], seq, qpn, WcStatus::kWrFlushErr, 0, kVeFlushed));
-  }
-  while (next < rq.tail()) {
-    const std::uint64_t seq = next++;
-    all &= recv_cq.push(
-        recv_completion(rq[seq], seq, qpn, WcStatus::kWrFlushErr, Opcode::kRecv, 0, false, 0, kVeFlushed));
-  }
+  flush_send_queue(sq, exec, qpn, [&](const CqEntry& e) { all &= send_cq.push(e); });
+  flush_recv_queue(rq, next, qpn, [&](const CqEntry& e) { all &= recv_cq.push(e); });
   return all;
 }
 

@@ -49,6 +49,8 @@ void KeyTable::erase(std::uint32_t lkey) noexcept {
   std::uint32_t v;
   if (!index_.find(lkey, v) || (v & 1u) != 0) return;
   Slot& s = slots_[v >> 1];
+  // First: a cached copy of this entry stops being used before it goes.
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   index_.erase(s.lkey);
   index_.erase(s.rkey);
   s = Slot{};

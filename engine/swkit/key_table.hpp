@@ -8,6 +8,11 @@
 // names nothing, and the lkey and rkey of one region always differ, so one
 // cannot stand in for the other. The provider's lock guards the table.
 //
+// Every erase() moves a generation counter on, so a data path that keeps
+// the last region it looked up (lkey_cache.hpp) re-checks one counter
+// instead of the index, and never acts on a key that was deregistered
+// before it looked.
+//
 // A provider whose peers look keys up without this process (shm: a peer
 // reads the region table in shared memory) asks for `slot_bits`: then the
 // low bits of both keys are the region's slot (below 2^slot_bits), so a
@@ -64,6 +69,10 @@ class KeyTable {
   const MrEntry* find_lkey(std::uint32_t key) const noexcept { return find(key, 0); }
   const MrEntry* find_rkey(std::uint32_t key) const noexcept { return find(key, 1); }
   std::size_t live() const noexcept { return live_; }
+  // Moves on at every erase(). Lock-free: a reader that saw the same value
+  // before and after using a copy of an entry used a live one (erase()
+  // moves it before the entry goes).
+  std::uint32_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
   // With slot_bits: the slot a key names (whether or not it is live).
   std::uint32_t slot_of(std::uint32_t key) const noexcept { return key & ((1u << slot_bits_) - 1u); }
 
@@ -85,6 +94,7 @@ class KeyTable {
   std::vector<std::uint32_t> free_;  // slots of deregistered regions; capacity >= slots_.size()
   IdIndex index_;                    // key -> slot << 1 | kind (0 lkey, 1 rkey)
   std::size_t live_ = 0;
+  std::atomic<std::uint32_t> generation_{0};
 };
 
 }  // namespace rma::swkit

@@ -62,20 +62,33 @@ class OrphanTracker final : public rcache::InvalidationSink {
   // unmapping thread resumes as soon as the monitor has read the event,
   // before the monitor (which holds this lock from before the read until
   // the flags are set) has marked anything; a transfer that syncs first
-  // therefore sees every unmap that returned before it started. The hooks
-  // mark regions in the unmapping thread, before the call returns: nothing
-  // to wait for, so no lock on the data path then.
+  // therefore sees every unmap that returned before it started. The
+  // monitor makes `applying_` odd when it takes the lock and even when it
+  // lets go, so a transfer reads one counter and waits (for the lock) only
+  // while an invalidation is under way. The hooks mark regions in the
+  // unmapping thread, before the call returns: nothing to wait for then.
   void sync() noexcept {
-    if (kind_ == MemoryMonitorKind::kUserfaultfd) std::lock_guard lock(mutex_);
+    if (kind_ == MemoryMonitorKind::kUserfaultfd && (applying_.load(std::memory_order_acquire) & 1u) != 0) {
+      std::lock_guard lock(mutex_);
+    }
   }
 
   std::mutex& sink_mutex() noexcept override { return mutex_; }
+  void lock_sink() noexcept override {
+    mutex_.lock();
+    applying_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  void unlock_sink() noexcept override {
+    applying_.fetch_add(1, std::memory_order_release);
+    mutex_.unlock();
+  }
   void invalidate_locked(std::uintptr_t start, std::uintptr_t end) noexcept override;
   void invalidate_all_locked() noexcept override;
 
  private:
   OrphanTracker();
   std::mutex mutex_;
+  std::atomic<std::uint32_t> applying_{0};  // odd while the monitor holds mutex_
   OrphanWatch* head_ = nullptr;
   MemoryMonitorKind kind_ = MemoryMonitorKind::kNone;
 };

@@ -10,12 +10,16 @@
 // covering it is polled (retire()); [retired, tail) is what "queue full"
 // counts. Where execution stands between the two is the provider's (self
 // executes in order at post, softroce has send/ack positions and PSNs).
+// The poller that retires and the thread that posts may hold different
+// locks (shm locks its CQs apart from its QPs), so the retired position is
+// an atomic: one writer at a time, read by the poster.
 //
 // Also here: the post-time checks every software QP makes (state, request
 // shape, queue space) and the completion entries a QP produces.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -56,11 +60,13 @@ class WorkQueueStorage {
 
   std::uint32_t depth() const noexcept { return depth_; }
   std::uint64_t tail() const noexcept { return tail_; }
-  bool full() const noexcept { return tail_ - retired_ >= depth_; }
+  bool full() const noexcept { return tail_ - retired_.load(std::memory_order_relaxed) >= depth_; }
   // A completion covering `seq` was polled: it and every earlier request of
   // this queue (the unsignaled ones too, as completions of one queue are
-  // produced in order) leave the queue.
-  void retire(std::uint64_t seq) noexcept { retired_ = std::max(retired_, seq + 1); }
+  // produced in order) leave the queue. One retiring thread at a time.
+  void retire(std::uint64_t seq) noexcept {
+    if (seq + 1 > retired_.load(std::memory_order_relaxed)) retired_.store(seq + 1, std::memory_order_relaxed);
+  }
 
   std::uint8_t* inline_data(std::uint64_t seq) const noexcept {
     return inline_.get() + (seq % depth_) * max_inline_;
@@ -79,7 +85,8 @@ class WorkQueueStorage {
   // reuse its buffers as soon as post() returns; lkeys are not looked at.
   void store_inline(std::uint64_t seq, std::span<const Sge> sgl) noexcept;
 
-  std::uint64_t tail_ = 0, retired_ = 0;
+  std::uint64_t tail_ = 0;
+  std::atomic<std::uint64_t> retired_{0};
 
  private:
   std::unique_ptr<Sge[]> sge_;              // depth * max_sge
@@ -141,6 +148,40 @@ inline void fill_send_wqe(SendWqe& w, const WorkRequest& wr, std::uint64_t lengt
 // `code`.
 const char* check_post_send(QpState state, const WorkRequest& wr, const SendLimits& limits, bool queue_full,
                             std::uint64_t* total, StatusCode& code) noexcept;
+// check_post_send with the requests a benchmark posts answered inline (one
+// SGE; RDMA WRITE, inline or not, RDMA READ, 8-byte atomics): the same
+// acceptance, without the call and the general walk; anything else, and
+// every rejection, goes to check_post_send for its reason.
+inline const char* check_post_send_fast(QpState state, const WorkRequest& wr, const SendLimits& limits,
+                                        bool queue_full, std::uint64_t* total, StatusCode& code) noexcept {
+  if (state == QpState::kRts && !queue_full && wr.sgl.size() == 1 && limits.max_send_sge >= 1) {
+    const std::uint32_t len = wr.sgl[0].length;
+    // Signaled, fence and solicited change nothing that is checked here.
+    const std::uint32_t flags = wr.flags & ~static_cast<std::uint32_t>(kWrSignaled | kWrFence | kWrSolicited);
+    bool ok = false;
+    switch (wr.opcode) {
+      case Opcode::kRdmaWrite:
+        ok = flags == 0 || (flags == kWrInline && len <= limits.max_inline_data);
+        break;
+      case Opcode::kRdmaRead:
+        ok = flags == 0;
+        break;
+      case Opcode::kAtomicFetchAdd:
+      case Opcode::kAtomicCmpSwap:
+        ok = flags == 0 && len == 8 && (wr.remote_addr & 7u) == 0;
+        break;
+      default:
+        break;
+    }
+    if (ok && len <= limits.max_msg_size) {
+      *total = len;
+      code = StatusCode::kOk;
+      return nullptr;
+    }
+  }
+  return check_post_send(state, wr, limits, queue_full, total, code);
+}
+
 // post_recv(): any state but RESET and ERROR, at most `max_sge` SGEs, room.
 const char* check_post_recv(QpState state, const RecvRequest& wr, std::uint32_t max_sge, bool queue_full,
                             StatusCode& code) noexcept;

@@ -123,6 +123,7 @@ QpConfig Contract::config(const Side& s) const {
   q.max_inline_data = std::min<std::uint32_t>(64, c.max_inline_data);
   q.max_rd_atomic = std::min<std::uint32_t>(4, c.max_qp_rd_atom);
   q.min_rnr_timer = 1;  // 10 us
+  q.serialized = GetParam().serialized;
   return q;
 }
 

@@ -59,21 +59,31 @@ DevicePair open_softroce_ring_pair(const char* provider);
 struct ProviderCase {
   const char* name;                           // provider name in the registry; test-name suffix
   DevicePair (*open)(const char* provider);   // how to get the two devices
+  // Every QP the suite makes promises QpConfig::serialized (the suite's
+  // calls come from one thread); the test-name suffix says "_serialized".
+  bool serialized = false;
 };
 
 // Every provider the suite runs against. A new provider is one line here.
+// shm runs twice: its serialized QPs take another data path (no locks,
+// the CQ's owner ring).
 inline const ProviderCase kProviders[] = {
     {"self", open_one_device_twice},
     {"softroce", open_softroce_ring_pair},
     {"verbs", open_one_device_twice},
     {"shm", open_one_device_twice},
+    {"shm", open_one_device_twice, true},
 };
 
+inline std::string provider_case_name(const ProviderCase& p) {
+  return std::string(p.name) + (p.serialized ? "_serialized" : "");
+}
+
 // Readable parameter in test output and ctest names ("self", not bytes).
-inline void PrintTo(const ProviderCase& p, std::ostream* os) { *os << p.name; }
+inline void PrintTo(const ProviderCase& p, std::ostream* os) { *os << provider_case_name(p); }
 
 inline std::string provider_param_name(const ::testing::TestParamInfo<ProviderCase>& p) {
-  return p.param.name;
+  return provider_case_name(p.param);
 }
 
 // ------------------------------------------------------------------ buffers

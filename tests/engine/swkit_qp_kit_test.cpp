@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@
 #include "swkit/endpoint_address.hpp"
 #include "swkit/flush.hpp"
 #include "swkit/key_table.hpp"
+#include "swkit/lkey_cache.hpp"
 #include "swkit/sgl.hpp"
 #include "swkit/vendor_err.hpp"
 #include "swkit/work_queue.hpp"
@@ -334,6 +336,65 @@ TEST_F(SwkitSgl, LocalChecksLookOnlyAtTheBytesThatMove) {
   EXPECT_EQ(local({{base_ + 8, 0xFFFFFFFFu, rw_.lkey}}, 16), kVeLocalOutOfBounds);
 }
 
+TEST_F(SwkitSgl, LkeyCacheAnswersAsCheckLocalSglDoes) {
+  struct Case {
+    std::vector<Sge> sgl;
+    std::uint64_t bytes;
+    Access needed;
+  };
+  const std::vector<Case> cases = {
+      {{{base_, 4096, rw_.lkey}}, 4096, Access::kLocalWrite},
+      {{{base_, 16, rw_.lkey ^ 0x5a5a5a5au}}, 16, Access::kNone},
+      {{{base_, 16, rw_.rkey}}, 16, Access::kNone},
+      {{{base_, 16, other_.lkey}}, 16, Access::kNone},
+      {{{base_ + 1, 4096, rw_.lkey}}, 4096, Access::kNone},
+      {{{base_ - 1, 16, rw_.lkey}}, 16, Access::kNone},
+      {{{base_, 16, ro_.lkey}}, 16, Access::kLocalWrite},
+      {{{base_, 16, ro_.lkey}}, 16, Access::kNone},
+      {{{base_, 16, gone_.lkey}}, 16, Access::kNone},
+      {{{base_, 16, rw_.lkey}, {base_, 16, other_.lkey}, {base_, 16, 0}}, 48, Access::kNone},
+      {{{base_, 16, rw_.lkey}, {base_ + 16, 16, rw_.lkey}}, 32, Access::kLocalWrite},
+      {{{base_, 0, 0}, {base_, 16, rw_.lkey}}, 16, Access::kNone},
+      {{{base_, 16, rw_.lkey}, {base_, 16, 12345}}, 16, Access::kNone},
+      {{{base_, 16, rw_.lkey}, {base_, 16, 12345}}, 17, Access::kNone},
+      {{{base_, 16, 12345}}, 0, Access::kNone},
+      {{{std::numeric_limits<std::uint64_t>::max() - 4, 16, rw_.lkey}}, 16, Access::kNone},
+  };
+  std::mutex lock;
+  LkeyCache cache;
+  // Twice round, so that each case meets a cache filled by the one before
+  // (and by itself on the second round).
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      const std::uint32_t want = local(c.sgl, c.bytes, c.needed);
+      EXPECT_EQ(cache.check(keys_, lock, &pd_, c.sgl, c.bytes, c.needed), want) << "round " << round << " case " << i;
+      EXPECT_EQ(cache.check(keys_, lock, &pd_, c.sgl, c.bytes, c.needed), want) << "round " << round << " case " << i;
+    }
+  }
+}
+
+TEST_F(SwkitSgl, LkeyCacheNeverAcceptsADeregisteredKey) {
+  std::mutex lock;
+  LkeyCache cache;
+  const Sge sge{base_, 16, rw_.lkey};
+  EXPECT_EQ(cache.probe(keys_, &pd_, sge, Access::kNone), LkeyCache::kMiss) << "nothing cached yet";
+  ASSERT_EQ(cache.check(keys_, lock, &pd_, {&sge, 1}, 16, Access::kNone), kVeNone);
+  EXPECT_EQ(cache.probe(keys_, &pd_, sge, Access::kLocalWrite), kVeNone) << "cached";
+  const Sge beyond{base_ + 4090, 16, rw_.lkey};
+  EXPECT_EQ(cache.probe(keys_, &pd_, beyond, Access::kNone), kVeLocalOutOfBounds) << "the checks run on the copy";
+  // Another region going moves the generation on too: the copy is not used
+  // until it is looked up again.
+  keys_.erase(ro_.lkey);
+  EXPECT_EQ(cache.probe(keys_, &pd_, sge, Access::kNone), LkeyCache::kMiss);
+  ASSERT_EQ(cache.check(keys_, lock, &pd_, {&sge, 1}, 16, Access::kNone), kVeNone);
+  // The cached region itself goes.
+  keys_.erase(rw_.lkey);
+  EXPECT_EQ(cache.probe(keys_, &pd_, sge, Access::kNone), LkeyCache::kMiss);
+  EXPECT_EQ(cache.check(keys_, lock, &pd_, {&sge, 1}, 16, Access::kNone), kVeBadLkey);
+  EXPECT_EQ(cache.probe(keys_, &pd_, sge, Access::kNone), LkeyCache::kMiss) << "a dead key is never cached";
+}
+
 TEST_F(SwkitSgl, EachFailingRemoteCheckReturnsItsVendorError) {
   EXPECT_EQ(remote(rw_.rkey, base_, 4096, Access::kRemoteWrite), kVeNone);
   EXPECT_EQ(remote(rw_.rkey ^ 0xA5A5A5A5u, base_, 8, Access::kRemoteWrite), kVeBadRkey);
@@ -534,6 +595,60 @@ TEST(SwkitWorkQueue, PostChecksSayWhyAndWithWhichCode) {
   rr.sgl = {three, 3};
   EXPECT_STREQ(check_post_recv(QpState::kRts, rr, 2, false, code), "too many SGEs");
   EXPECT_EQ(code, StatusCode::kInvalidArgument);
+}
+
+TEST(SwkitWorkQueue, FastPostCheckAgreesWithTheFullOne) {
+  std::uint64_t words[4] = {};
+  const SendLimits limits{2, 64, 1u << 20};
+  const Opcode ops[] = {Opcode::kRdmaWrite, Opcode::kRdmaWriteWithImm, Opcode::kRdmaRead, Opcode::kAtomicFetchAdd,
+                        Opcode::kAtomicCmpSwap, Opcode::kSend, Opcode::kSendWithImm, Opcode::kRecv};
+  const std::uint32_t flag_sets[] = {0,
+                                     kWrSignaled,
+                                     kWrInline,
+                                     kWrSignaled | kWrInline,
+                                     kWrFence | kWrSolicited,
+                                     kWrSignaled | kWrFence | kWrInline,
+                                     1u << 7};
+  const std::uint32_t lengths[] = {0, 1, 8, 9, 64, 65, (1u << 20), (1u << 20) + 1};
+  const std::uint64_t remotes[] = {0x1000, 0x1004};
+  const QpState states[] = {QpState::kRts, QpState::kRtr, QpState::kError};
+  int accepted = 0;
+  for (QpState state : states) {
+    for (bool full : {false, true}) {
+      for (Opcode op : ops) {
+        for (std::uint32_t flags : flag_sets) {
+          for (std::size_t n = 0; n <= 3; ++n) {
+            for (std::uint32_t len : lengths) {
+              for (std::uint64_t remote : remotes) {
+                Sge sgl[3];
+                for (std::size_t i = 0; i < n; ++i) sgl[i] = Sge{addr_of(&words[i]), len, 1};
+                WorkRequest wr;
+                wr.opcode = op;
+                wr.flags = flags;
+                wr.sgl = {sgl, n};
+                wr.remote_addr = remote;
+                StatusCode code_full, code_fast;
+                std::uint64_t total_full = 0, total_fast = 0;
+                const char* full_why = check_post_send(state, wr, limits, full, &total_full, code_full);
+                const char* fast_why = check_post_send_fast(state, wr, limits, full, &total_fast, code_fast);
+                const std::string what = std::string(opcode_name(op)) + " flags " + std::to_string(flags) + " sges " +
+                                         std::to_string(n) + " len " + std::to_string(len);
+                ASSERT_EQ(fast_why == nullptr, full_why == nullptr) << what;
+                EXPECT_EQ(code_fast, code_full) << what;
+                if (full_why == nullptr) {
+                  EXPECT_EQ(total_fast, total_full) << what;
+                  ++accepted;
+                } else {
+                  EXPECT_STREQ(fast_why, full_why) << what;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 100) << "the sweep accepts enough requests to mean something";
 }
 
 // ------------------------------------------------------------------ endpoint addresses, caps

@@ -9,6 +9,10 @@
 // Children keep their parents alive, so releasing handles in any order is
 // safe. Control-path calls return Status/Result; post() and poll() are the
 // data path: noexcept, allocation-free, and report small status codes.
+// Threads: as with libibverbs, post(), post_recv() and poll() may be called
+// from any thread, concurrently with each other and with the control path
+// of other objects (a registration, another QP's creation), unless the
+// caller promised otherwise for a QP (QpConfig::serialized).
 #pragma once
 
 #include <array>
@@ -334,6 +338,14 @@ struct QpConfig {
   std::uint8_t rnr_retry = 7;       // receiver-not-ready retries (7 = infinite)
   std::uint8_t min_rnr_timer = 12;  // RNR NAK timer code
   std::uint32_t path_mtu = 0;       // bytes; 0 = the device's
+  // The caller's promise that no two of these calls ever run at once: this
+  // QP's post(), post_recv(), set_error(), connect() and destruction, and
+  // poll() of its send and receive CQs (one thread at a time, as UCX's
+  // UCS_THREAD_MODE_SERIALIZED or a verbs thread domain). Without it every
+  // call may come from any thread at any time. A provider may use it to
+  // leave its own locks off the data path (shm does); nothing else changes,
+  // and a provider that has no use for it ignores it.
+  bool serialized = false;
 };
 
 class QueuePair {

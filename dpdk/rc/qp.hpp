@@ -20,7 +20,8 @@
 // not yet received.
 //
 // Responder: ePSN, the MSN, one pending ACK (coalesced: it always says
-// ePSN-1, and leaves in the device's call after the one that asked for it),
+// ePSN-1, and after fewer than kAckAtOnce packets leaves in the device's
+// call after the one that asked for it),
 // one pending NAK, and max_qp_rd_atom responder resources that
 // remember executed READs and atomics, so duplicates are replayed from the
 // requested PSN and atomics never run twice.
@@ -200,6 +201,8 @@ class RcQp {
   bool nak_sent_ = false;
   bool ack_pending_ = false;
   std::uint64_t ack_call_ = 0;           // Engine::call_seq() when ack_pending_ was set
+  std::uint32_t unacked_requests_ = 0;   // request packets accepted since the last ACK / NAK
+  static constexpr std::uint32_t kAckAtOnce = 16;  // that many: the ACK does not wait a call
   bool nak_pending_ = false;
   std::uint8_t nak_syndrome_ = 0;
   std::uint32_t nak_psn_ = 0;

@@ -133,30 +133,40 @@ TEST_F(RcProtocol, AcksAreCoalesced) {
   EXPECT_LT(cb.acks_sent, 8u) << "one ACK per message would be " << kN;
 }
 
-// A post list goes to the link inside post() (the doorbell), asks for one
-// ACK (AckReq on its last packet only), and the responder's ACK waits for
-// its next call: with this side's next request when it posts, else alone.
-TEST_F(RcProtocol, PostListIsOneBurstWithOneAckRequestAndTheAckWaitsOneCall) {
+// A post list goes to the link inside post() (the doorbell) and asks for
+// one ACK (AckReq on its last packet only). The responder acknowledges a
+// burst at once; the ACK of a few packets waits for its next call, and
+// leaves with its own request when it posts.
+TEST_F(RcProtocol, PostListIsOneBurstWithOneAckRequestAndSmallAcksWaitOneCall) {
   open();
-  constexpr int kN = 32;
   std::vector<bool> ack_req;  // per frame A sends
   pair_->a.link->set_drop_filter([&](std::uint64_t, std::span<const std::uint8_t> head) {
     ack_req.push_back((head[roce::detail::kBthOff + roce::detail::kBthAckReq] & roce::detail::kBthAckReqBit) != 0);
     return false;
   });
-  std::vector<Sge> sges(kN);
-  std::vector<WorkRequest> wrs(kN);
-  for (int i = 0; i < kN; ++i) {
-    sges[i] = src_.sge(i * 64, 64);
-    wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i,
-                i + 1 == kN ? kWrSignaled : 0u);
-  }
+  auto list = [&](int n, std::vector<Sge>& sges, std::vector<WorkRequest>& wrs) {
+    sges.resize(n);
+    wrs.resize(n);
+    for (int i = 0; i < n; ++i) {
+      sges[i] = src_.sge(i * 64, 64);
+      wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i,
+                  i + 1 == n ? kWrSignaled : 0u);
+    }
+  };
+  std::vector<Sge> sges;
+  std::vector<WorkRequest> wrs;
+  list(32, sges, wrs);
   ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
-  EXPECT_EQ(pair_->b.link->pending_rx(), static_cast<std::size_t>(kN)) << "post() sends before it returns";
-  ASSERT_EQ(ack_req.size(), static_cast<std::size_t>(kN));
-  for (int i = 0; i < kN; ++i) EXPECT_EQ(ack_req[i], i + 1 == kN) << "frame " << i;
+  EXPECT_EQ(pair_->b.link->pending_rx(), 32u) << "post() sends before it returns";
+  ASSERT_EQ(ack_req.size(), 32u);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(ack_req[i], i == 31) << "frame " << i;
+  pair_->b.sdev->progress();  // a burst of 32: acknowledged in the same call
+  EXPECT_EQ(pair_->a.link->pending_rx(), 1u);
+  ASSERT_EQ(pair_->wait(pair_->a, 1).size(), 1u);
 
-  pair_->b.sdev->progress();  // receives the list; the ACK waits
+  list(4, sges, wrs);
+  ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
+  pair_->b.sdev->progress();  // 4 packets: the ACK waits
   EXPECT_EQ(pair_->b.link->pending_rx(), 0u);
   EXPECT_EQ(pair_->a.link->pending_rx(), 0u);
   // B posts: its ACK leaves with its request, in the same burst.
@@ -167,16 +177,16 @@ TEST_F(RcProtocol, PostListIsOneBurstWithOneAckRequestAndTheAckWaitsOneCall) {
   EXPECT_EQ(pair_->a.link->pending_rx(), 2u);
   auto got = pair_->wait(pair_->a, 1);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].wr_id, static_cast<std::uint64_t>(kN - 1));
+  EXPECT_EQ(got[0].wr_id, 3u);
   EXPECT_EQ(got[0].status, WcStatus::kSuccess);
-  EXPECT_EQ(pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value().acks_sent, 1u);
+  EXPECT_EQ(pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value().acks_sent, 2u);
 
-  // Nothing to piggyback on: the ACK of A's next list leaves in B's next call.
+  // Nothing to go with: the next few packets' ACK leaves in B's next call.
   ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
   pair_->b.sdev->progress();
   EXPECT_EQ(pair_->a.link->pending_rx(), 0u);
   pair_->b.sdev->progress();
-  EXPECT_GE(pair_->a.link->pending_rx(), 1u);
+  EXPECT_EQ(pair_->a.link->pending_rx(), 1u);
   EXPECT_EQ(pair_->wait(pair_->a, 1).size(), 1u);
   EXPECT_EQ(pair_->wait(pair_->b, 1).size(), 1u);
 }
@@ -205,9 +215,6 @@ TEST_F(RcProtocol, WindowEdgeAsksForAnAck) {
   EXPECT_TRUE(ack_req[63]) << "at least every ack_req_every (64) packets";
   EXPECT_FALSE(ack_req[0]);
   EXPECT_EQ(pair_->wait(pair_->a, kN).size(), static_cast<std::size_t>(kN));
-  auto ca = pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value();
-  EXPECT_EQ(ca.retry_timeouts, 0u);
-  EXPECT_EQ(ca.retransmitted_packets, 0u);
 }
 
 TEST_F(RcProtocol, RequesterStopsAt128UnackedPsns) {

@@ -19,39 +19,9 @@
 #include <vector>
 
 #include "rma/rma.h"
+#include "mp_check.hpp"
 
 namespace {
-
-int g_rank = -1, g_size = 0;
-const char* g_scenario = "?";
-
-[[noreturn]] void fail(int line, const char* fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  char why[RMA_MAX_ERROR_STRING];
-  int len = 0;
-  rma_last_error_message(why, &len);
-  std::fprintf(stderr, "rma_mp_ranks %s: rank %d of %d, line %d: %s (last librma error: %.*s)\n", g_scenario,
-               g_rank, g_size, line, msg, len, why);
-  std::fflush(stderr);
-  std::_Exit(1);
-}
-
-#define CALL(expr)                                                   \
-  do {                                                               \
-    const int rc_ = (expr);                                          \
-    if (rc_ != RMA_SUCCESS) fail(__LINE__, "%s returned %d", #expr, rc_); \
-  } while (0)
-#define CHECK_EQ(a, b)                                                                                    \
-  do {                                                                                                    \
-    const auto va_ = (a);                                                                                 \
-    const auto vb_ = (b);                                                                                 \
-    if (!(va_ == vb_)) fail(__LINE__, "%s == %s: %s != %s", #a, #b, std::to_string(va_).c_str(),         \
-                            std::to_string(vb_).c_str());                                                 \
-  } while (0)
 
 using i64 = std::int64_t;
 

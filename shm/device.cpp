@@ -92,6 +92,7 @@ void DeviceImpl::progress() noexcept {
   doorbell_served_.store(layout().header.doorbell.load(std::memory_order_acquire), std::memory_order_relaxed);
   for (QpImpl* qp : live_) qp->serve();
   for (QpImpl* qp : live_) qp->drive_if_waiting();
+  rounds_done_.fetch_add(1, std::memory_order_release);  // for progress_due()'s pollers
 }
 
 Result<std::unique_ptr<MemoryRegion>> PdImpl::register_memory(void* addr, std::size_t length, Access access) {

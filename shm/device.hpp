@@ -67,8 +67,15 @@ class DeviceImpl final : public Device, public std::enable_shared_from_this<Devi
   void progress() noexcept;
   // Whether a round would find anything: a requester of this device waits
   // for a peer, or a peer rang the doorbell (a ring or break request) since
-  // the last round began. Two loads: what lets a poll skip the round.
+  // the last round began. Two loads: what lets a poll skip the round. A
+  // third acquires what the rounds so far did to this process's memory
+  // (atomics and SEND payloads served for peers): a poller that learned
+  // from a peer that its request was answered (a barrier, a flag) then sees
+  // the answer's effects ordered by this process's own synchronization,
+  // without taking the device lock (ThreadSanitizer sees no order through
+  // another process).
   bool progress_due() const noexcept {
+    (void)rounds_done_.load(std::memory_order_acquire);
     return waiting_requesters_.load(std::memory_order_relaxed) != 0 ||
            layout().header.doorbell.load(std::memory_order_acquire) !=
                doorbell_served_.load(std::memory_order_relaxed);
@@ -89,6 +96,7 @@ class DeviceImpl final : public Device, public std::enable_shared_from_this<Devi
   swkit::KeyTable keys_{kMrSlotBits};
   std::atomic<std::uint32_t> waiting_requesters_{0};
   std::atomic<std::uint32_t> doorbell_served_{0};  // the doorbell when the last round began
+  std::atomic<std::uint64_t> rounds_done_{0};      // released at the end of every round
   swkit::IdIndex qpns_;          // qpn -> slot
   QpImpl* qps_[kMaxQp] = {};     // by slot
   std::vector<QpImpl*> live_;    // capacity kMaxQp: progress walks only live QPs

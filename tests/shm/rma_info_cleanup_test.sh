@@ -4,6 +4,15 @@
 # shape alone.  Usage: rma_info_cleanup_test.sh RMA_INFO
 set -uo pipefail
 info="$1"
+# Every librma process removes dead owners' segments when it first
+# allocates one, so a test running beside this one could remove the stale
+# segment before rma_info does. As root, run in a mount namespace of our
+# own with a private /dev/shm; elsewhere share the real one.
+if [[ -z "${RMA_CLEANUP_TEST_ISOLATED:-}" && $(id -u) -eq 0 ]] && command -v unshare >/dev/null &&
+   unshare -m --propagation private true 2>/dev/null; then
+  export RMA_CLEANUP_TEST_ISOLATED=1
+  exec unshare -m --propagation private bash -c 'mount -t tmpfs -o mode=1777 rma-test-shm /dev/shm && exec bash "$0" "$@"' "$0" "$@"
+fi
 uid=$(id -u)
 sleep 0 & dead=$!
 wait "$dead"  # reaped: its pid names no process now

@@ -34,7 +34,8 @@ void usage(FILE* out) {
                "                  mpirun): connect the job and print which provider serves which\n"
                "                  peer (shm for peers on the same host, a NIC for the others)\n"
                "      --cleanup   remove the shared-memory segments (/dev/shm/rma.*) that exited processes\n"
-               "                  of this user left behind, and print their names\n"
+               "                  of this user left behind, and the counter files (RMA_STATS_DIR/\n"
+               "                  librma-stats.<pid>) of processes that died, and print their names\n"
                "  -h, --help      this text\n"
                "With no option, prints devices, monitor, configuration and version.\n");
 }
@@ -196,7 +197,11 @@ int main(int argc, char** argv) {
     }
     const std::vector<std::string> removed = rma::node::remove_stale_segments();
     for (const std::string& n : removed) std::printf("removed /dev/shm%s\n", n.c_str());
-    std::printf("%zu stale segment%s removed\n", removed.size(), removed.size() == 1 ? "" : "s");
+    // Counters published with RMA_STATS=shm by processes that were killed.
+    const std::vector<std::string> counters_removed = rma::stats::remove_stale_published();
+    for (const std::string& path : counters_removed) std::printf("removed %s\n", path.c_str());
+    const std::size_t n = removed.size() + counters_removed.size();
+    std::printf("%zu stale segment%s removed\n", n, n == 1 ? "" : "s");
     return 0;
   }
   if (counters) {

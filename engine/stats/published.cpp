@@ -19,6 +19,15 @@ namespace {
 
 bool process_alive(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
+// The pid of a published file's name ("librma-stats.<pid>"), or 0.
+int published_pid(const std::string& name) {
+  const std::string prefix = kPublishedPrefix;
+  if (name.rfind(prefix, 0) != 0) return 0;
+  const std::string digits = name.substr(prefix.size());
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::atoi(digits.c_str());
+}
+
 // Parses one published file; nullopt when it is not ours or is incomplete.
 std::optional<PublishedCounters> parse_file(const std::string& path) {
   std::ifstream in(path);
@@ -50,13 +59,10 @@ Result<std::vector<PublishedCounters>> read_published(std::optional<int> pid) {
   if (d == nullptr) {
     return not_found("cannot read RMA_STATS_DIR=" + dir + ": " + std::strerror(errno));
   }
-  const std::string prefix = kPublishedPrefix;
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string digits = name.substr(prefix.size());
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    const int file_pid = std::atoi(digits.c_str());
+    const int file_pid = published_pid(name);
+    if (file_pid <= 0) continue;
     if (pid && *pid != file_pid) continue;
     const std::string path = dir + "/" + name;
     if (!process_alive(file_pid)) {
@@ -72,6 +78,22 @@ Result<std::vector<PublishedCounters>> read_published(std::optional<int> pid) {
                                           : std::string(" (no such process)")));
   }
   return out;
+}
+
+std::vector<std::string> remove_stale_published() {
+  std::vector<std::string> removed;
+  auto dir = config::get_string("RMA_STATS_DIR");
+  if (!dir.ok()) return removed;
+  DIR* d = ::opendir(dir->c_str());
+  if (d == nullptr) return removed;  // nothing was published there
+  while (dirent* e = ::readdir(d)) {
+    const int file_pid = published_pid(e->d_name);
+    if (file_pid <= 0 || process_alive(file_pid)) continue;
+    const std::string path = *dir + "/" + e->d_name;
+    if (::unlink(path.c_str()) == 0) removed.push_back(path);
+  }
+  ::closedir(d);
+  return removed;
 }
 
 }  // namespace rma::stats

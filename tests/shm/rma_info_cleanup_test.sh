@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# rma_info --cleanup removes a stale librma segment of a dead process and
-# prints its name; it leaves a live process's segment and names of another
-# shape alone.  Usage: rma_info_cleanup_test.sh RMA_INFO
+# rma_info --cleanup removes a stale librma segment and the published
+# counter file of a dead process and prints their names; it leaves a live
+# process's segment and counter file and names of another shape alone.  Usage: rma_info_cleanup_test.sh RMA_INFO
 set -uo pipefail
 info="$1"
 # Every librma process removes dead owners' segments when it first
@@ -20,8 +20,13 @@ if kill -0 "$dead" 2>/dev/null; then echo "SKIP: pid $dead was reused at once"; 
 stale="rma.$uid.$dead.test.00000000deadbeef"
 live="rma.$uid.$$.test.00000000cafef00d"
 foreign="rma-other.$uid.$dead.test.00000000deadbeef"
+stats_dir=$(mktemp -d "${TMPDIR:-/tmp}/rma-cleanup-stats.XXXXXX")
+export RMA_STATS_DIR="$stats_dir"
+dead_counters="$stats_dir/librma-stats.$dead"
+live_counters="$stats_dir/librma-stats.$$"
 for n in "$stale" "$live" "$foreign"; do : >"/dev/shm/$n"; done
-trap 'rm -f "/dev/shm/$stale" "/dev/shm/$live" "/dev/shm/$foreign"' EXIT
+: >"$dead_counters"; : >"$live_counters"
+trap 'rm -f "/dev/shm/$stale" "/dev/shm/$live" "/dev/shm/$foreign"; rm -rf "$stats_dir"' EXIT
 out=$("$info" --cleanup 2>&1)
 rc=$?
 fail() { echo "FAIL: $*"; echo "$out" | sed 's/^/  | /'; exit 1; }
@@ -31,6 +36,9 @@ grep -qx "removed /dev/shm/$stale" <<<"$out" || fail "did not print the removed 
 [[ -e "/dev/shm/$live" ]] || fail "removed a live process's segment"
 [[ -e "/dev/shm/$foreign" ]] || fail "removed a name of another shape"
 grep -q "stale segments\? removed" <<<"$out" || fail "no summary line"
+[[ ! -e "$dead_counters" ]] || fail "the dead pid's counter file $dead_counters is still there"
+grep -qx "removed $dead_counters" <<<"$out" || fail "did not print the removed counter file"
+[[ -e "$live_counters" ]] || fail "removed a live process's counter file"
 out=$("$info" --cleanup --devices 2>&1)
 [[ $? -eq 2 ]] || fail "--cleanup with another option was accepted"
-echo "PASS: rma_info --cleanup removed the dead pid's segment only"
+echo "PASS: rma_info --cleanup removed the dead pid's segment and counter file only"

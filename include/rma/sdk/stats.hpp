@@ -44,6 +44,10 @@ struct PublishedCounters {
 // `pid` is given and publishes nothing (it names RMA_STATS=shm as the cause).
 Result<std::vector<PublishedCounters>> read_published(std::optional<int> pid = std::nullopt);
 
+// Removes the files under RMA_STATS_DIR that processes which died left
+// (rma_info --cleanup); returns their paths.
+std::vector<std::string> remove_stale_published();
+
 }  // namespace rma::stats
 
 #pragma GCC visibility pop

@@ -47,20 +47,28 @@ int rma_win_create(void* base, rma_Aint size, int disp_unit, rma_Info info, rma_
   });
 }
 
-int rma_win_allocate(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, void* baseptr,
-                     rma_Win* win) {
-  return run_window_call(nullptr, "rma_win_allocate", [&]() -> Status {
+namespace {
+// rma_win_allocate and rma_win_allocate_shared: librma allocates the memory
+// (of `flavor`) and returns its base through baseptr.
+int allocate_window(const char* call, int flavor, rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm,
+                    void* baseptr, rma_Win* win) {
+  return run_window_call(nullptr, call, [&]() -> Status {
     RMA_ASSIGN_OR_RETURN(Context * c, context());
     WindowHints hints;
     rma_comm_s* on = nullptr;
     RMA_RETURN_IF_ERROR(check_create_args(*c, size, disp_unit, info, comm, win, hints, on));
     if (baseptr == nullptr) return arg_error("baseptr is null");
-    RMA_ASSIGN_OR_RETURN(rma_win_s * w,
-                         create_window(*c, *on, RMA_WIN_FLAVOR_ALLOCATE, nullptr, size, disp_unit, hints));
+    RMA_ASSIGN_OR_RETURN(rma_win_s * w, create_window(*c, *on, flavor, nullptr, size, disp_unit, hints));
     *static_cast<void**>(baseptr) = w->base;
     *win = w;
     return {};
   });
+}
+}  // namespace
+
+int rma_win_allocate(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, void* baseptr,
+                     rma_Win* win) {
+  return allocate_window("rma_win_allocate", RMA_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, comm, baseptr, win);
 }
 
 int rma_win_create_dynamic(rma_Info info, rma_Comm comm, rma_Win* win) {
@@ -76,18 +84,8 @@ int rma_win_create_dynamic(rma_Info info, rma_Comm comm, rma_Win* win) {
 
 int rma_win_allocate_shared(rma_Aint size, int disp_unit, rma_Info info, rma_Comm comm, void* baseptr,
                             rma_Win* win) {
-  return run_window_call(nullptr, "rma_win_allocate_shared", [&]() -> Status {
-    RMA_ASSIGN_OR_RETURN(Context * c, context());
-    WindowHints hints;
-    rma_comm_s* on = nullptr;
-    RMA_RETURN_IF_ERROR(check_create_args(*c, size, disp_unit, info, comm, win, hints, on));
-    if (baseptr == nullptr) return arg_error("baseptr is null");
-    RMA_ASSIGN_OR_RETURN(rma_win_s * w,
-                         create_window(*c, *on, RMA_WIN_FLAVOR_SHARED, nullptr, size, disp_unit, hints));
-    *static_cast<void**>(baseptr) = w->base;
-    *win = w;
-    return {};
-  });
+  return allocate_window("rma_win_allocate_shared", RMA_WIN_FLAVOR_SHARED, size, disp_unit, info, comm, baseptr,
+                         win);
 }
 
 int rma_win_shared_query(rma_Win win, int rank, rma_Aint* size, int* disp_unit, void* baseptr) {

@@ -68,7 +68,7 @@ recap() {
   echo "=== run-tests recap ==="
   for r in "${results[@]}"; do
     echo "  $r"
-    [[ "$r" == *"FAILED (tests)" ]] || continue
+    [[ "$r" == *"FAILED (tests)"* ]] || continue
     p="${r%%:*}"
     flist="$(ctest_dir "$p")/Testing/Temporary/LastTestsFailed.log"
     log="$(ctest_dir "$p")/Testing/Temporary/LastTest.log"
@@ -94,9 +94,13 @@ for i in "${!presets[@]}"; do
   if ! cmake --preset "$p"; then
     results+=("$p: FAILED (configure)"); failed=1; total_failed=$((total_failed + 1)); continue
   fi
+  t0=$SECONDS
   if ! cmake --build --preset "$p" -j "$jobs"; then
     results+=("$p: FAILED (build)"); failed=1; total_failed=$((total_failed + 1)); continue
   fi
+  build_s=$((SECONDS - t0))
+  echo "=== preset $p: built in $build_s s ==="
+  t0=$SECONDS
   args=(--preset "$p" -j2 --output-on-failure --timeout 900)
   if [[ "$p" == tsan ]]; then
     args+=(-LE '^(torture|fuzz)$')   # as the tsan test preset: fuzz targets are clang+ASan builds the asan preset already ran
@@ -111,6 +115,8 @@ for i in "${!presets[@]}"; do
   # ctest's own summary: "NN% tests passed, F tests failed out of T".
   counts="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$summary" | tail -n 1)"
   rm -f "$summary"
+  echo "=== preset $p: tests ran in $((SECONDS - t0)) s ==="
+  results[-1]+=" (build ${build_s} s, tests $((SECONDS - t0)) s)"
   if [[ "$counts" =~ ,\ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
     total_failed=$((total_failed + BASH_REMATCH[1]))
     total_passed=$((total_passed + BASH_REMATCH[2] - BASH_REMATCH[1]))

@@ -30,11 +30,15 @@ perftest_pair_free_port() {
 perftest_pair() {
   local bindir="$1" tool="$2"; shift 2
   local port; port="$(perftest_pair_free_port)"
-  timeout 300 "$bindir/$tool" --transport=softroce --port_type=memif --bind=127.0.0.1 -p "$port" -F "$@" \
+  # PERFTEST_PAIR_SERVER_CPU / _CLIENT_CPU: pin each side to that CPU.
+  local spin=() cpin=()
+  [[ -n "${PERFTEST_PAIR_SERVER_CPU:-}" ]] && spin=(taskset -c "$PERFTEST_PAIR_SERVER_CPU")
+  [[ -n "${PERFTEST_PAIR_CLIENT_CPU:-}" ]] && cpin=(taskset -c "$PERFTEST_PAIR_CLIENT_CPU")
+  "${spin[@]}" timeout 300 "$bindir/$tool" --transport=softroce --port_type=memif --bind=127.0.0.1 -p "$port" -F "$@" \
     >"$pair_tmp/server.log" 2>&1 &
   pair_server_pid=$!
   local rc=0
-  timeout 300 "$bindir/$tool" --transport=softroce --port_type=memif -p "$port" -F "$@" 127.0.0.1 \
+  "${cpin[@]}" timeout 300 "$bindir/$tool" --transport=softroce --port_type=memif -p "$port" -F "$@" 127.0.0.1 \
     >"$pair_tmp/client.log" 2>&1 || rc=$?
   wait "$pair_server_pid" || rc=$?
   pair_server_pid=""

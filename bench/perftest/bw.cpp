@@ -20,7 +20,8 @@ struct Loop {
   Session& s;
   std::uint64_t size;
   std::vector<Sge> sges;
-  std::vector<WorkRequest> wrs;
+  std::vector<WorkRequest> wrs;   // post_list per QP, QP i's at [i * post_list, (i + 1) * post_list)
+  std::uint32_t list = 1;         // -l
   std::vector<std::uint64_t> scnt, ccnt, since_signal;
   std::uint64_t totscnt = 0, totccnt = 0;
   std::vector<std::int64_t> posted, completed;
@@ -35,15 +36,16 @@ struct Loop {
   Loop(Session& session, std::uint64_t msg_size) : s(session), size(msg_size) {
     const Options& o = s.opt;
     const std::size_t nq = s.qps.size();
+    list = std::max<std::uint32_t>(1, o.post_list);
     sges.resize(nq);
-    wrs.resize(nq);
+    wrs.resize(nq * list);
     scnt.assign(nq, 0);
     ccnt.assign(nq, 0);
     since_signal.assign(nq, 0);
     for (std::size_t i = 0; i < nq; ++i) {
       QpCtx& q = s.qps[i];
       Sge& sge = sges[i];
-      WorkRequest& wr = wrs[i];
+      WorkRequest& wr = wrs[i * list];
       sge.addr = reinterpret_cast<std::uint64_t>(q.local_buf);
       sge.lkey = s.reg.lkey();
       wr.sgl = {&sge, 1};
@@ -62,6 +64,7 @@ struct Loop {
           set_perftest_atomic(wr, sge, o.atomic_type);
           break;
       }
+      for (std::uint32_t k = 1; k < list; ++k) wrs[i * list + k] = wr;  // the same request, one SGE
     }
     no_peak = o.no_peak;
     inline_bit = (o.tool.verb == Verb::kWrite && o.inline_size > 0 && size <= o.inline_size)
@@ -69,21 +72,29 @@ struct Loop {
                      : 0u;
   }
 
-  void post(std::size_t i, bool signaled) {
-    WorkRequest& wr = wrs[i];
-    const std::uint64_t count = since_signal[i] + 1;
-    wr.flags = (signaled ? kWrSignaled : 0u) | inline_bit;
-    wr.wr_id = (static_cast<std::uint64_t>(i) << 32) | (signaled ? count : 0);
-    if (record && (!no_peak || totscnt == 0)) posted[no_peak ? 0 : totscnt] = now_ns();
-    PostResult pr = s.qps[i].qp->post({&wr, 1});
+  // Posts `n` (1..list) requests to QP i in one call (perftest's -l), the
+  // last one signalled when `signal_last`; a signalled completion's wr_id
+  // carries how many requests it covers.
+  void post(std::size_t i, bool signal_last, std::uint32_t n = 1) {
+    WorkRequest* first = &wrs[i * list];
+    const std::int64_t t = record ? now_ns() : 0;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      WorkRequest& wr = first[k];
+      const bool signaled = signal_last && k + 1 == n;
+      const std::uint64_t count = since_signal[i] + 1;
+      wr.flags = (signaled ? kWrSignaled : 0u) | inline_bit;
+      wr.wr_id = (static_cast<std::uint64_t>(i) << 32) | (signaled ? count : 0);
+      if (record && (!no_peak || totscnt + k == 0)) posted[no_peak ? 0 : totscnt + k] = t;
+      since_signal[i] = signaled ? 0 : count;
+    }
+    PostResult pr = s.qps[i].qp->post({first, n});
     if (!pr.ok()) {
       char qpn[32];
       std::snprintf(qpn, sizeof qpn, "%#x", s.qps[i].qp->qp_num());
       fatal(s, std::string("post on QP ") + qpn + " failed: " + pr.to_status().to_string());
     }
-    since_signal[i] = signaled ? 0 : count;
-    ++scnt[i];
-    ++totscnt;
+    scnt[i] += n;
+    totscnt += n;
   }
 
   // Polls one batch; returns how many completions arrived.
@@ -138,6 +149,13 @@ struct Loop {
     const std::uint64_t cq_mod = o.cq_mod;
     while (totscnt < total || totccnt < total) {
       for (std::size_t i = 0; i < nq; ++i) {
+        if (list > 1) {
+          // Whole lists while they fit the send queue; each signalled at its end.
+          while (scnt[i] < o.iters && scnt[i] - ccnt[i] + list <= o.tx_depth) {
+            post(i, true, static_cast<std::uint32_t>(std::min<std::uint64_t>(list, o.iters - scnt[i])));
+          }
+          continue;
+        }
         while (scnt[i] < iters && scnt[i] - ccnt[i] < depth) {
           // Every cq_mod-th request (since_signal counts the ones since the
           // last signaled) and the last one are signaled, as perftest's
@@ -163,6 +181,10 @@ struct Loop {
     for (;;) {
       if ((++spins & 63) == 0 && now_ns() >= end) break;
       for (std::size_t i = 0; i < nq; ++i) {
+        if (list > 1) {
+          while (scnt[i] - ccnt[i] + list <= o.tx_depth) post(i, true, list);
+          continue;
+        }
         while (scnt[i] - ccnt[i] < o.tx_depth) post(i, since_signal[i] + 1 == o.cq_mod);
       }
       if (poll() == 0) check_stall(idle);

@@ -83,6 +83,7 @@ std::vector<Flag> flags() {
          return {};
        }},
       {'Q', "cq-mod", true, RMA_PT_UINT(cq_mod, std::uint32_t, 1, kMaxCqMod)},
+      {'l', "post_list", true, RMA_PT_UINT(post_list, std::uint32_t, 1, kMaxCqMod)},
       {'x', "gid-index", true, RMA_PT_UINT(gid_index, int, 0, 255)},
       {'p', "port", true, RMA_PT_UINT(port, std::uint16_t, 1, 65535)},
       {'F', "CPU-freq", false,
@@ -271,6 +272,16 @@ Result<Options> parse_options(const Tool& tool, const std::vector<std::string>& 
   if (!o.iters_given) o.iters = (tool.verb == Verb::kWrite && bw) ? kDefItersWriteBw : kDefIters;
   if (o.tx_depth == 0) o.tx_depth = bw ? kDefTxBw : kDefTxLat;
   if (!o.inline_given) o.inline_size = (tool.verb == Verb::kWrite && !bw) ? kDefInlineWriteLat : 0;
+  if (o.post_list > 1) {
+    // As perftest: a post list is signalled once, at its end, so CQ
+    // moderation is the list's size, and lists fill the send queue exactly.
+    if (!bw) return invalid_argument("-l/--post_list applies to the BW tests only");
+    if (o.tx_depth % o.post_list != 0) {
+      return invalid_argument("-l/--post_list " + std::to_string(o.post_list) + " must divide the tx depth " +
+                              std::to_string(o.tx_depth));
+    }
+    o.cq_mod = o.post_list;
+  }
   if (o.cq_mod > o.tx_depth) o.cq_mod = o.tx_depth;  // as perftest
   return o;
 }
@@ -388,6 +399,7 @@ std::string usage(const Tool& tool) {
   u += "  -p, --port=<port>            Listen on/connect to port <port> (default 18515)\n";
   if (bw) u += "  -q, --qp=<num of qp's>       Num of qp's (default 1)\n";
   u += "  -Q, --cq-mod                 Generate Cqe only after <--cq-mod> completion (default 100)\n";
+  if (bw) u += "  -l, --post_list=<list size>  Post list of WQEs of <list size> size (instead of single post)\n";
   u += std::string("  -s, --size=<size>            Size of message to exchange (default ") +
        (tool.verb == Verb::kAtomic ? "8" : (bw ? "65536" : "2")) + ")\n";
   u += std::string("  -t, --tx-depth=<dep>         Size of tx queue (default ") + (bw ? "128" : "1") + ")\n";

@@ -66,6 +66,7 @@ struct Options {
   std::uint32_t inline_size = 0; // -I
   bool inline_given = false;
   std::uint32_t cq_mod = kDefCqMod;  // -Q
+  std::uint32_t post_list = 1;   // -l: work requests per post (BW tests); > 1 sets cq_mod to it
   int gid_index = -1;            // -x
   std::uint16_t port = kDefPort; // -p
   bool cpu_freq_f = false;       // -F

@@ -82,6 +82,7 @@ HeaderInfo header_info(const DeviceInfo& dev, std::uint32_t mtu) {
 std::string test_title(const Options& o) {
   std::string t = std::string(verb_title(o.tool.verb)) + " ";
   if (o.tool.verb == Verb::kAtomic) t += std::string(atomic_type_name(o.atomic_type)) + " ";
+  if (o.post_list > 1) t += "Post List ";
   t += o.tool.test == TestKind::kBw ? "BW " : "Latency ";
   return t + "Test";
 }

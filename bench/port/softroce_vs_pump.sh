@@ -7,14 +7,21 @@
 # run puts on the wire (min(size, 4096) payload + 58 B of RoCE headers), and
 # 8 B RDMA WRITE latency. Prints a Markdown table with the ratio
 #   RDMA WRITE payload throughput / raw link payload throughput
-# per size (the issue's target: >= 70 % at 64 KiB).
+# per size and RDMA WRITE message rate / raw link frame rate; then 8 B RDMA
+# WRITE latency against the raw link's half round trip (rma_frame_pump
+# --pingpong with 8 B frames of payload, the same memif link).
 #
 #   bench/port/softroce_vs_pump.sh [-b BUILD_DIR] [-s "SIZES"] [-n ITERS] [-c PUMP_FRAMES] [-r REPEATS]
+#                                  [-q QPS] [-l POST_LIST] [-P]
 #
 # BUILD_DIR defaults to build/release (build rma_write_bw rma_read_bw
 # rma_write_lat rma_frame_pump there first). Each measurement is repeated
 # REPEATS times (default 3) and the median is reported: runs on a shared
-# 2-vCPU machine vary a lot.
+# 2-vCPU machine vary a lot. -q and -l go to rma_write_bw / rma_read_bw as
+# perftest's -q (QPs) and -l (post list; CQ moderation becomes its size).
+# -P pins every pair to two CPUs (server / receiver on CPU 0, client / sender
+# on CPU 1), the raw link's as the RDMA tools': on a shared machine two
+# busy-polling processes that land on one core measure the scheduler.
 set -euo pipefail
 
 build=build/release
@@ -22,16 +29,28 @@ sizes="8 64 512 4096 65536 1048576"
 iters=""
 pump_frames=""
 repeats=3
-while getopts "b:s:n:c:r:h" opt; do
+qps=1
+post_list=1
+pin=0
+while getopts "b:s:n:c:r:q:l:Ph" opt; do
   case "$opt" in
     b) build="$OPTARG" ;;
     s) sizes="$OPTARG" ;;
     n) iters="$OPTARG" ;;
     c) pump_frames="$OPTARG" ;;
     r) repeats="$OPTARG" ;;
-    *) sed -n '2,18p' "$0"; exit 2 ;;
+    q) qps="$OPTARG" ;;
+    l) post_list="$OPTARG" ;;
+    P) pin=1 ;;
+    *) sed -n '2,25p' "$0"; exit 2 ;;
   esac
 done
+bw_opts=(-q "$qps" -l "$post_list")
+pump_pin=()
+if (( pin )); then
+  export PERFTEST_PAIR_SERVER_CPU=0 PERFTEST_PAIR_CLIENT_CPU=1
+  pump_pin=(--cpus 1,0)
+fi
 
 bin="$build/bench/perftest"
 pump="$build/bench/port/rma_frame_pump"
@@ -72,11 +91,11 @@ for s in $sizes; do
   (( frames > 2000000 )) && frames=2000000
   : >"$tmp/w"; : >"$tmp/wm"; : >"$tmp/r"; : >"$tmp/rm"; : >"$tmp/p"; : >"$tmp/pm"
   for ((k = 0; k < repeats; ++k)); do
-    perftest rma_write_bw -s "$s" -n "$n" -m 4096 | bw_of "$s" >"$tmp/line"
+    perftest rma_write_bw -s "$s" -n "$n" -m 4096 "${bw_opts[@]}" | bw_of "$s" >"$tmp/line"
     read -r bw mr <"$tmp/line"; echo "$bw" >>"$tmp/w"; echo "$mr" >>"$tmp/wm"
-    perftest rma_read_bw -s "$s" -n "$n" -m 4096 | bw_of "$s" >"$tmp/line"
+    perftest rma_read_bw -s "$s" -n "$n" -m 4096 "${bw_opts[@]}" | bw_of "$s" >"$tmp/line"
     read -r bw mr <"$tmp/line"; echo "$bw" >>"$tmp/r"; echo "$mr" >>"$tmp/rm"
-    "$pump" --size "$frame_payload" --count "$frames" >"$tmp/pump.log" 2>&1 || { cat "$tmp/pump.log" >&2; exit 1; }
+    "$pump" --size "$frame_payload" --count "$frames" "${pump_pin[@]}" >"$tmp/pump.log" 2>&1 || { cat "$tmp/pump.log" >&2; exit 1; }
     # "rx payload P B frame F B: a/b frames in T s: X Mframes/s, payload Y GB/s, ..."
     sed -n 's/.*: \([0-9.]*\) Mframes\/s, payload \([0-9.]*\) GB\/s.*/\1 \2/p' "$tmp/pump.log" >"$tmp/line"
     read -r mf gb <"$tmp/line"; echo "$gb" >>"$tmp/p"; echo "$mf" >>"$tmp/pm"
@@ -86,26 +105,35 @@ for s in $sizes; do
   pgb[$s]="$(median <"$tmp/p")"; pmf[$s]="$(median <"$tmp/pm")"
 done
 
-: >"$tmp/lat"
+: >"$tmp/lat"; : >"$tmp/plat"
 for ((k = 0; k < repeats; ++k)); do
   perftest rma_write_lat -s 8 -n 20000 -m 4096 |
     awk '$1 == 8 && NF >= 9 {print $5, $6}' >>"$tmp/lat"
+  "$pump" --pingpong --size 8 --count 20000 "${pump_pin[@]}" >"$tmp/pump.log" 2>&1 || { cat "$tmp/pump.log" >&2; exit 1; }
+  # "pingpong ...: half round trip typical X us, average Y us"
+  sed -n 's/.*half round trip typical \([0-9.]*\) us, average \([0-9.]*\) us.*/\1 \2/p' "$tmp/pump.log" >>"$tmp/plat"
 done
 lat_typ="$(awk '{print $1}' "$tmp/lat" | median)"
 lat_avg="$(awk '{print $2}' "$tmp/lat" | median)"
+plat_typ="$(awk '{print $1}' "$tmp/plat" | median)"
+plat_avg="$(awk '{print $2}' "$tmp/plat" | median)"
 
-echo "softroce over memif vs the raw memif link (medians of $repeats; $(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "softroce over memif vs the raw memif link (medians of $repeats; $(date -u '+%F %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg); bw tools with -q $qps -l $post_list; pinned: $( ((pin)) && echo yes || echo no))"
 echo
-echo "| size | WRITE MiB/s | WRITE Mmsg/s | READ MiB/s | READ Mmsg/s | link frame payload | link Mframes/s | link payload MiB/s | WRITE / link |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| size | WRITE MiB/s | WRITE Mmsg/s | READ MiB/s | READ Mmsg/s | link frame payload | link Mframes/s | link payload MiB/s | WRITE / link payload | WRITE msg / link frames | READ / link payload |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for s in $sizes; do
   fp=$(( s < 4096 ? s : 4096 ))
   awk -v s="$s" -v fp="$fp" -v w="${wbw[$s]}" -v wm="${wmr[$s]}" -v r="${rbw[$s]}" -v rm="${rmr[$s]}" \
       -v g="${pgb[$s]}" -v m="${pmf[$s]}" 'BEGIN {
     link = g * 1e9 / 1048576;  # GB/s -> MiB/s
     ratio = link > 0 ? 100 * w / link : 0
-    printf "| %d | %.1f | %.4f | %.1f | %.4f | %d B | %.3f | %.1f | %.0f %% |\n", s, w, wm, r, rm, fp, m, link, ratio
+    rratio = link > 0 ? 100 * r / link : 0
+    mratio = m > 0 ? 100 * wm / m : 0
+    printf "| %d | %.1f | %.4f | %.1f | %.4f | %d B | %.3f | %.1f | %.0f %% | %.0f %% | %.0f %% |\n", s, w, wm, r, rm, fp, m, link, ratio, mratio, rratio
   }'
 done
 echo
-echo "8 B RDMA WRITE latency (half round trip): typical ${lat_typ} us, average ${lat_avg} us"
+awk -v t="$lat_typ" -v a="$lat_avg" -v pt="$plat_typ" -v pa="$plat_avg" 'BEGIN {
+  printf "8 B RDMA WRITE latency (half round trip): typical %s us, average %s us; raw link ping-pong (8 B payload, half round trip): typical %s us, average %s us; ratio typical %.2fx, average %.2fx\n", t, a, pt, pa, (pt > 0 ? t / pt : 0), (pa > 0 ? a / pa : 0)
+}'

@@ -306,10 +306,14 @@ class QpImpl final : public QueuePair {
     return {};
   }
 
+  // The doorbell: the requests of one post (a post list) go to the link in
+  // one burst before post() returns; receiving and timers are left to
+  // poll() and the progress thread (Engine::kick).
   PostResult post(std::span<const WorkRequest> wrs) noexcept override {
     std::lock_guard lock(engine().mutex());
+    engine().begin_post();
     PostResult r = qp_->post(wrs);
-    engine().progress();
+    engine().kick(qp_.get());
     return r;
   }
   PostResult post_recv(std::span<const RecvRequest> wrs) noexcept override {

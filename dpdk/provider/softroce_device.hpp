@@ -4,9 +4,13 @@
 // provider over the fault-injecting in-memory link).
 //
 // Threading: one mutex per device serialises everything (post, post_recv,
-// poll, progress, registration, QP and CQ life cycle). post()/post_recv()
-// and CompletionQueue::poll() drive progress (receive, timers, transmit).
-// Any thread may call any object.
+// poll, progress, registration, QP and CQ life cycle). post() hands its
+// requests to the link before it returns (the doorbell, once per post
+// list); post_recv() and CompletionQueue::poll() drive progress (receive,
+// timers, transmit). A plain ACK of a few packets leaves in the call after
+// the one that received them (with this side's next request when it
+// posts), so a peer's requests are acknowledged by the next poll, post or
+// background progress at the latest. Any thread may call any object.
 //
 // A NIC answers RDMA READs, WRITEs and atomics while its host computes or
 // sleeps; a software NIC only when someone progresses it. With

@@ -125,16 +125,17 @@ void RcQp::retry_after_timeout() noexcept {
   rewind_to_comp();
 }
 
-void RcQp::run_timers(Clock::time_point now) noexcept {
+void RcQp::run_timers() noexcept {
   if (state() != QpState::kRts) return;
+  // The clock is read only here, when a timer runs (Engine::now()).
   if (rnr_waiting_) {
-    if (now < rnr_deadline_) return;
+    if (engine_.now() < rnr_deadline_) return;
     rnr_waiting_ = false;
     rewind_to_comp();
     timer_armed_ = false;
     return;
   }
-  if (timer_armed_ && now >= timer_deadline_) {
+  if (timer_armed_ && engine_.now() >= timer_deadline_) {
     timer_armed_ = false;
     if (outstanding()) retry_after_timeout();
   }

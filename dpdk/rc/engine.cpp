@@ -50,7 +50,6 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
   for (std::uint32_t i = 0; i < options.tx_ring; ++i) e->tx_[i].payload = e->payload_store_.get() + std::size_t{i} * mtu;
   e->table_.assign(options.max_qp, nullptr);
   e->active_.reserve(options.max_qp);
-  e->now_ = Clock::now();
   if (!options.pcap_path.empty()) {
     e->pcap_ = std::make_unique<PcapWriter>();
     Status st = e->pcap_->open(options.pcap_path);
@@ -275,13 +274,15 @@ NeighbourTable::Step Engine::resolve_neighbour(std::uint32_t ip, MacAddress& mac
 void Engine::progress() noexcept {
   progress_calls_.store(progress_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (options_.memory_sync != nullptr) options_.memory_sync();
-  now_ = Clock::now();
+  ++check_epoch_;
+  ++call_seq_;
+  now_fresh_ = false;
   // Receive everything waiting (bounded), so ACKs queued behind a burst of
   // data are seen before the retransmission timers run.
   for (int i = 0; i < 256; ++i) {
     if (link_->poll(*this, options_.rx_burst) < options_.rx_burst) break;
   }
-  for (RcQp* qp : active_) qp->run_timers(now_);
+  for (RcQp* qp : active_) qp->run_timers();
   // Transmit: responses first (inside transmit()), then new requests, in
   // rounds so one QP cannot hold the ring while the link drains it.
   for (int round = 0; round < 8; ++round) {
@@ -291,6 +292,26 @@ void Engine::progress() noexcept {
     if (!starved || !drained) break;
   }
   own_pending_payloads();
+  now_fresh_ = false;  // a later call reads the clock again
+}
+
+void Engine::begin_post() noexcept {
+  // As progress(): the unmaps that returned before this post are seen by the
+  // checks of its requests.
+  if (options_.memory_sync != nullptr) options_.memory_sync();
+  ++check_epoch_;
+}
+
+void Engine::kick(RcQp* qp) noexcept {
+  ++call_seq_;
+  now_fresh_ = false;
+  for (int round = 0; round < 8; ++round) {
+    const bool starved = qp->transmit();
+    const bool drained = flush();
+    if (!starved || !drained) break;
+  }
+  own_pending_payloads();
+  now_fresh_ = false;
 }
 
 DeviceCounters Engine::counters() const noexcept {

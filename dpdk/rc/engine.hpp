@@ -8,9 +8,9 @@
 //
 // Buffers: the transmit ring (options.tx_ring slots, each with room for the
 // largest header, one path-MTU payload and pad+ICRC) is allocated at
-// creation; QPs build packets straight into it, progress() hands the built
-// frames to the link in bursts, and keeps the ones the link refused for the
-// next call. Nothing on the data path allocates.
+// creation; QPs build packets straight into it, progress() (and a post's
+// kick()) hands the built frames to the link in bursts, and keeps the ones
+// the link refused for the next call. Nothing on the data path allocates.
 //
 // Payload by reference: a QP whose payload already lies contiguous in
 // registered memory (a WRITE/SEND from one SGE, a READ response) commits the
@@ -18,8 +18,8 @@
 // then copies straight from that memory (one copy fewer per frame). Such a
 // reference is valid only while the device lock is held (a region cannot be
 // deregistered and a work request cannot complete to the user meanwhile), so
-// progress() copies the payload of every frame still in the ring into its
-// slot before it returns.
+// progress() and kick() copy the payload of every frame still in the ring
+// into its slot before they return.
 #pragma once
 
 #include <atomic>
@@ -91,6 +91,23 @@ class Engine final : private FrameSink {
 
   // Data path: receive, run timers, transmit.
   void progress() noexcept;
+  // A post: begin_post() before RcQp::post(), kick() after it, in one hold
+  // of the lock. begin_post() makes the unmaps that returned before it
+  // visible (memory_sync) and starts a new check epoch (check_epoch()).
+  // kick() is the doorbell: builds what `qp` can send now and hands the
+  // transmit ring to the link once, however long the post list was. No
+  // receive and no timers: poll() and the progress thread run those.
+  void begin_post() noexcept;
+  void kick(RcQp* qp) noexcept;
+  // Changes with every progress() and begin_post(), so at least whenever the
+  // lock was released in between: a local key check made in the current
+  // epoch still holds (no region can be deregistered, and no unmap becomes
+  // visible, without a new epoch), and need not be repeated at send time.
+  std::uint64_t check_epoch() const noexcept { return check_epoch_; }
+  // Counts progress() and kick() calls (a coalesced ACK waits for the next).
+  std::uint64_t call_seq() const noexcept { return call_seq_; }
+  // Free transmit slots.
+  std::uint32_t tx_room() const noexcept { return options_.tx_ring - tx_count_; }
   // How many times progress() ran; read without the lock (a background
   // progress thread skips its turn when someone else progressed meanwhile).
   std::uint64_t progress_calls() const noexcept { return progress_calls_.load(std::memory_order_relaxed); }
@@ -110,7 +127,16 @@ class Engine final : private FrameSink {
   DeviceCounters counters() const noexcept;
   // QPs fold their counters in here when they are destroyed.
   void retire_counters(const RcCounters& c) noexcept { retired_.add(c); }
-  Clock::time_point now() const noexcept { return now_; }
+  // The time, read from the clock at most once per progress() or kick() and
+  // only when something asks (a QP with a timer running or to arm): a
+  // responder that only acknowledges never reads it.
+  Clock::time_point now() noexcept {
+    if (!now_fresh_) {
+      now_ = Clock::now();
+      now_fresh_ = true;
+    }
+    return now_;
+  }
 
  private:
   struct TxSlot {
@@ -155,6 +181,9 @@ class Engine final : private FrameSink {
 
   std::uint16_t ip_id_ = 0;
   Clock::time_point now_{};
+  bool now_fresh_ = false;  // now_ was read in this progress() / kick()
+  std::uint64_t check_epoch_ = 1;
+  std::uint64_t call_seq_ = 1;
   // Written only under mutex_ (a plain load+store, not a locked increment).
   std::atomic<std::uint64_t> progress_calls_{0};
 

@@ -86,12 +86,14 @@ void RcQp::set_error() noexcept {
 PostResult RcQp::post(std::span<const WorkRequest> wrs) noexcept {
   const SendLimits limits{max_send_sge_, max_inline_, max_msg_size_};
   const PostResult result = swkit::post_sends(sq_, state(), limits, wrs, [&](SendWqe& w, std::uint64_t seq) {
+    w.checked_epoch = 0;
     if ((w.flags & kWrInline) != 0) return;  // copied at post: no keys to check
     // Local protection is checked now; a failure completes this request
     // with LOC_PROT_ERR once everything before it has completed.
     const bool writes_local = w.opcode == VerbOp::kRdmaRead || is_atomic(w.opcode);
     w.vendor_err = check_local_sgl(engine_.keys(), pd_, sq_.sgl(seq), w.length,
                                    writes_local ? Access::kLocalWrite : Access::kNone);
+    if (w.vendor_err == kVeNone) w.checked_epoch = engine_.check_epoch();
   });
   check_head_local_error();
   return result;

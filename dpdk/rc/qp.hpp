@@ -20,7 +20,9 @@
 // not yet received.
 //
 // Responder: ePSN, the MSN, one pending ACK (coalesced: it always says
-// ePSN-1), one pending NAK, and max_qp_rd_atom responder resources that
+// ePSN-1, and after fewer than kAckAtOnce packets leaves in the device's
+// call after the one that asked for it),
+// one pending NAK, and max_qp_rd_atom responder resources that
 // remember executed READs and atomics, so duplicates are replayed from the
 // requested PSN and atomics never run twice.
 //
@@ -82,7 +84,7 @@ class RcQp {
   PostResult post(std::span<const WorkRequest> wrs) noexcept;
   PostResult post_recv(std::span<const RecvRequest> wrs) noexcept;
   void receive(const Packet& pkt, std::size_t frame_len) noexcept;
-  void run_timers(Clock::time_point now) noexcept;
+  void run_timers() noexcept;
   // Builds frames into the engine's ring; true when it stopped for lack of room.
   bool transmit() noexcept;
   void retire(bool send_queue, std::uint64_t seq) noexcept;
@@ -92,6 +94,7 @@ class RcQp {
   // track of it.
   struct SendWqe : swkit::SendWqe {
     std::uint32_t vendor_err;   // local check failed at post time (kLocProtErr)
+    std::uint64_t checked_epoch;  // Engine::check_epoch() of a passed post-time check (0: none)
     std::uint32_t first_psn, last_psn, npkts;
     bool done;                  // READ fully received / atomic answered
   };
@@ -111,6 +114,10 @@ class RcQp {
 
   // requester
   bool send_request_packet(std::uint64_t seq, SendWqe& w) noexcept;
+  // Whether transmit() sends another request packet right after the last
+  // packet of `w` (which ends before PSN `after`): then that one need not
+  // carry AckReq.
+  bool packet_follows(const SendWqe& w, std::uint32_t after) const noexcept;
   void rewind_to_comp() noexcept;
   void catch_up() noexcept;
   void arm_timer() noexcept;
@@ -133,6 +140,8 @@ class RcQp {
   void on_request(const Packet& pkt) noexcept;
   void on_duplicate(const Packet& pkt) noexcept;
   void responder_error(std::uint8_t nak_code, std::uint32_t vendor_err) noexcept;
+  // Asks for a coalesced ACK (of ePSN - 1); see transmit_responses().
+  void request_ack() noexcept;
   void rnr_nak() noexcept;
   bool execute_write(const Packet& pkt, bool first, bool last, bool imm) noexcept;
   bool execute_send(const Packet& pkt, bool first, bool last, bool imm) noexcept;
@@ -191,6 +200,9 @@ class RcQp {
   std::uint32_t epsn_ = 0, msn_ = 0;
   bool nak_sent_ = false;
   bool ack_pending_ = false;
+  std::uint64_t ack_call_ = 0;           // Engine::call_seq() when ack_pending_ was set
+  std::uint32_t unacked_requests_ = 0;   // request packets accepted since the last ACK / NAK
+  static constexpr std::uint32_t kAckAtOnce = 16;  // that many: the ACK does not wait a call
   bool nak_pending_ = false;
   std::uint8_t nak_syndrome_ = 0;
   std::uint32_t nak_psn_ = 0;

@@ -142,10 +142,12 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       }
       if (imm && last) h.imm = w.imm_data;
       if (last && (w.flags & kWrSolicited) != 0) h.solicited = true;
-      if (len > 0 && w.num_sge != 0) {
+      if (len > 0 && w.num_sge != 0 && w.checked_epoch != engine_.check_epoch()) {
         // Checked at post; the region may have been deregistered or its
-        // memory unmapped since. Stop here: the request completes with a
-        // local protection error once what was sent of it is acknowledged.
+        // memory unmapped since (unless this is still the post's own hold of
+        // the lock: Engine::check_epoch). Stop here: the request completes
+        // with a local protection error once what was sent of it is
+        // acknowledged.
         const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, sq_.sgl(seq), off + len, Access::kNone);
         if (ve != kVeNone) {
           w.vendor_err = ve;
@@ -163,13 +165,19 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       break;
     }
   }
-  h.ack_req = last || ++pkts_since_ackreq_ >= engine_.options().ack_req_every;
+  // AckReq on the last packet of a message unless another packet follows it
+  // at once (the later one asks for both: ACKs are cumulative), and at least
+  // every ack_req_every packets, so a stream of post lists costs the
+  // responder one ACK per list, not one per message. Whatever this guesses,
+  // the retransmission timer bounds it: a burst that ends without AckReq is
+  // resent with one after the timeout.
+  const std::uint32_t after = psn_add(psn, used);
+  h.ack_req = (last && !packet_follows(w, after)) || ++pkts_since_ackreq_ >= engine_.options().ack_req_every;
   if (h.ack_req) pkts_since_ackreq_ = 0;
   emit(h, buf, len, ref);
   if (psn_compare(psn, sent_psn_) < 0) {
     ++ctr_.retransmitted_packets;
   }
-  const std::uint32_t after = psn_add(psn, used);
   if (psn_compare(after, sent_psn_) > 0) sent_psn_ = after;
   req_psn_ = after;
   if (last) {
@@ -180,6 +188,19 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
   }
   arm_timer();
   return true;
+}
+
+bool RcQp::packet_follows(const SendWqe& w, std::uint32_t after) const noexcept {
+  // The conditions under which transmit() goes on to the next work request
+  // right away: room in the ring for it, the window open past this packet,
+  // and a next request that nothing holds back. READs and atomics are left
+  // out (they wait for credits and answers); their requests ask as before.
+  if (is_rd_atomic(w.opcode) || engine_.tx_room() < 2) return false;
+  if (psn_compare(after, psn_add(comp_psn_, engine_.options().max_unacked_psns)) >= 0) return false;
+  const std::uint64_t next = sq_send_ + 1;
+  if (next >= sq_.tail()) return false;
+  const SendWqe& n = sq(next);
+  return n.vendor_err == kVeNone && !is_rd_atomic(n.opcode) && (n.flags & kWrFence) == 0;
 }
 
 void RcQp::rewind_to_comp() noexcept {

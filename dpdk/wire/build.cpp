@@ -89,10 +89,7 @@ std::size_t build_packet(const Headers& h, std::span<std::uint8_t> head, std::sp
   // Tail: pad zeros, then the ICRC over IPv4 header .. pad.
   std::uint8_t* tl = tail.data();
   for (std::size_t i = 0; i < pad; ++i) tl[i] = 0;
-  std::uint32_t crc = icrc_begin(ip, hlen - kEthHeaderLen);
-  crc = crc32_update(crc, payload.data(), payload.size());
-  crc = crc32_update(crc, tl, pad);
-  store_le32(tl + pad, crc);
+  store_le32(tl + pad, icrc_pieces(ip, hlen - kEthHeaderLen, payload.data(), payload.size(), pad));
   return pad + kIcrcLen;
 }
 

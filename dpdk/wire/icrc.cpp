@@ -51,10 +51,34 @@ std::uint32_t icrc_begin(const std::uint8_t* ip, std::size_t len) noexcept {
   return crc32_update(crc, ip + n, len - n);
 }
 
+std::uint32_t icrc_pieces(const std::uint8_t* ip, std::size_t hdr_len, const std::uint8_t* payload,
+                          std::size_t payload_len, std::size_t pad) noexcept {
+  static constexpr std::uint8_t kZeros[4] = {};
+  constexpr std::size_t kGather = 256;
+  if (hdr_len <= kCopyLen && pad <= 3 && payload_len <= kGather - kCopyLen - 3) {
+    std::uint8_t buf[kGather];
+    if (hdr_len != 0) std::memcpy(buf, ip, hdr_len);
+    for (std::size_t off : kMaskedOffsets) {
+      if (off < hdr_len) buf[off] = 0xFF;
+    }
+    if (payload_len != 0) std::memcpy(buf + hdr_len, payload, payload_len);
+    std::memset(buf + hdr_len + payload_len, 0, pad);
+    return crc32_update(kIcrcSeed, buf, hdr_len + payload_len + pad);
+  }
+  std::uint32_t crc = icrc_begin(ip, hdr_len);
+  crc = crc32_update(crc, payload, payload_len);
+  for (std::size_t left = pad; left != 0;) {
+    const std::size_t n = std::min(left, sizeof kZeros);
+    crc = crc32_update(crc, kZeros, n);
+    left -= n;
+  }
+  return crc;
+}
+
 }  // namespace detail
 
 std::uint32_t compute_icrc(std::span<const std::uint8_t> frame_without_icrc) noexcept {
-  if (frame_without_icrc.size() <= kEthHeaderLen) return detail::icrc_begin(nullptr, 0);
+  if (frame_without_icrc.size() <= kEthHeaderLen) return detail::kIcrcSeed;  // the seed: no bytes
   return detail::icrc_begin(frame_without_icrc.data() + kEthHeaderLen,
                             frame_without_icrc.size() - kEthHeaderLen);
 }

@@ -23,4 +23,11 @@ std::uint32_t crc32_update(std::uint32_t crc, const std::uint8_t* data, std::siz
 // `len`; an IPv4 header without options (IHL 5) is assumed.
 std::uint32_t icrc_begin(const std::uint8_t* ip, std::size_t len) noexcept;
 
+// The whole ICRC of a packet built in pieces: `hdr_len` bytes of headers from
+// the IPv4 header on (masked as icrc_begin), the payload, `pad` zero bytes.
+// A small packet is gathered on the stack and takes one CRC call instead of
+// one per piece (the CRC's fixed cost dominates at these sizes).
+std::uint32_t icrc_pieces(const std::uint8_t* ip, std::size_t hdr_len, const std::uint8_t* payload,
+                          std::size_t payload_len, std::size_t pad) noexcept;
+
 }  // namespace rma::roce::detail

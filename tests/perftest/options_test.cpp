@@ -124,6 +124,16 @@ TEST(PerftestOptions, EveryFlagShortAndLong) {
   EXPECT_EQ(attached.iters, 100u);
 }
 
+TEST(PerftestOptions, PostListSetsCqModerationAndMustDivideTheDepth) {
+  Options o = parse_ok(kWriteBw, {"-l", "32", "-Q", "100"});
+  EXPECT_EQ(o.post_list, 32u);
+  EXPECT_EQ(o.cq_mod, 32u);  // as perftest: one completion per list
+  EXPECT_EQ(parse_ok(kReadBw, {"--post_list=16", "-t", "64"}).cq_mod, 16u);
+  EXPECT_EQ(parse_ok(kWriteBw, {}).post_list, 1u);
+  EXPECT_EQ(parse_err(kWriteBw, {"-l", "48"}), "-l/--post_list 48 must divide the tx depth 128");
+  EXPECT_EQ(parse_err(kWriteLat, {"-l", "2"}), "-l/--post_list applies to the BW tests only");
+}
+
 TEST(PerftestOptions, AllDurationAtomicHelp) {
   Options a = parse_ok(kReadBw, {"-a"});
   EXPECT_TRUE(a.all);

@@ -75,6 +75,7 @@ TEST(PerftestReport, Titles) {
   EXPECT_EQ(test_title(opts(kAtomicBw, {})), "Atomic FETCH_AND_ADD BW Test");
   EXPECT_EQ(test_title(opts(kAtomicLat, {"-A", "CMP_AND_SWAP"})), "Atomic CMP_AND_SWAP Latency Test");
   EXPECT_EQ(test_title(opts(kWriteLat, {})), "RDMA_Write Latency Test");
+  EXPECT_EQ(test_title(opts(kWriteBw, {"-l", "4"})), "RDMA_Write Post List BW Test");
   EXPECT_EQ(test_title(opts(kReadBw, {})), "RDMA_Read BW Test");
   EXPECT_EQ(test_json_name(opts(kWriteBw, {})), "RDMA_Write_BW_Test");
   EXPECT_EQ(test_json_name(opts(kAtomicLat, {})), "Atomic_FETCH_AND_ADD_Latency_Test");

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "harness.hpp"
+#include "wire/byte_order.hpp"
 
 namespace rma::softroce::testing {
 namespace {
@@ -130,6 +131,90 @@ TEST_F(RcProtocol, AcksAreCoalesced) {
   for (int i = 0; i < kN; ++i) EXPECT_EQ(got[i].wr_id, static_cast<std::uint64_t>(i));
   auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
   EXPECT_LT(cb.acks_sent, 8u) << "one ACK per message would be " << kN;
+}
+
+// A post list goes to the link inside post() (the doorbell) and asks for
+// one ACK (AckReq on its last packet only). The responder acknowledges a
+// burst at once; the ACK of a few packets waits for its next call, and
+// leaves with its own request when it posts.
+TEST_F(RcProtocol, PostListIsOneBurstWithOneAckRequestAndSmallAcksWaitOneCall) {
+  open();
+  std::vector<bool> ack_req;  // per frame A sends
+  pair_->a.link->set_drop_filter([&](std::uint64_t, std::span<const std::uint8_t> head) {
+    ack_req.push_back((head[roce::detail::kBthOff + roce::detail::kBthAckReq] & roce::detail::kBthAckReqBit) != 0);
+    return false;
+  });
+  auto list = [&](int n, std::vector<Sge>& sges, std::vector<WorkRequest>& wrs) {
+    sges.resize(n);
+    wrs.resize(n);
+    for (int i = 0; i < n; ++i) {
+      sges[i] = src_.sge(i * 64, 64);
+      wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i,
+                  i + 1 == n ? kWrSignaled : 0u);
+    }
+  };
+  std::vector<Sge> sges;
+  std::vector<WorkRequest> wrs;
+  list(32, sges, wrs);
+  ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
+  EXPECT_EQ(pair_->b.link->pending_rx(), 32u) << "post() sends before it returns";
+  ASSERT_EQ(ack_req.size(), 32u);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(ack_req[i], i == 31) << "frame " << i;
+  pair_->b.sdev->progress();  // a burst of 32: acknowledged in the same call
+  EXPECT_EQ(pair_->a.link->pending_rx(), 1u);
+  ASSERT_EQ(pair_->wait(pair_->a, 1).size(), 1u);
+
+  list(4, sges, wrs);
+  ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
+  pair_->b.sdev->progress();  // 4 packets: the ACK waits
+  EXPECT_EQ(pair_->b.link->pending_rx(), 0u);
+  EXPECT_EQ(pair_->a.link->pending_rx(), 0u);
+  // B posts: its ACK leaves with its request, in the same burst.
+  Buffer bsrc = make_buffer(*pair_->b.pd, 64);
+  Sge bs = bsrc.sge(0, 8);
+  WorkRequest bw = wr(rma::Opcode::kRdmaWrite, &bs, 1, src_.addr(kSize - 64), src_.rkey(), 77);
+  ASSERT_TRUE(pair_->b.qp->post({&bw, 1}).ok());
+  EXPECT_EQ(pair_->a.link->pending_rx(), 2u);
+  auto got = pair_->wait(pair_->a, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].wr_id, 3u);
+  EXPECT_EQ(got[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value().acks_sent, 2u);
+
+  // Nothing to go with: the next few packets' ACK leaves in B's next call.
+  ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
+  pair_->b.sdev->progress();
+  EXPECT_EQ(pair_->a.link->pending_rx(), 0u);
+  pair_->b.sdev->progress();
+  EXPECT_EQ(pair_->a.link->pending_rx(), 1u);
+  EXPECT_EQ(pair_->wait(pair_->a, 1).size(), 1u);
+  EXPECT_EQ(pair_->wait(pair_->b, 1).size(), 1u);
+}
+
+// The requester leaves AckReq off only when it sends another packet at once:
+// the last packet it can send before the window closes asks.
+TEST_F(RcProtocol, WindowEdgeAsksForAnAck) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 256;
+  open(o);
+  std::vector<bool> ack_req;
+  pair_->a.link->set_drop_filter([&](std::uint64_t, std::span<const std::uint8_t> head) {
+    ack_req.push_back((head[roce::detail::kBthOff + roce::detail::kBthAckReq] & roce::detail::kBthAckReqBit) != 0);
+    return false;
+  });
+  constexpr int kN = 200;  // one packet each, more than the 128-PSN window
+  std::vector<Sge> sges(kN);
+  std::vector<WorkRequest> wrs(kN);
+  for (int i = 0; i < kN; ++i) {
+    sges[i] = src_.sge(i * 64, 64);
+    wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i, kWrSignaled);
+  }
+  ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
+  ASSERT_EQ(ack_req.size(), 128u);
+  EXPECT_TRUE(ack_req[127]) << "the window's last packet";
+  EXPECT_TRUE(ack_req[63]) << "at least every ack_req_every (64) packets";
+  EXPECT_FALSE(ack_req[0]);
+  EXPECT_EQ(pair_->wait(pair_->a, kN).size(), static_cast<std::size_t>(kN));
 }
 
 TEST_F(RcProtocol, RequesterStopsAt128UnackedPsns) {

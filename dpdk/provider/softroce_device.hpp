@@ -7,10 +7,9 @@
 // poll, progress, registration, QP and CQ life cycle). post() hands its
 // requests to the link before it returns (the doorbell, once per post
 // list); post_recv() and CompletionQueue::poll() drive progress (receive,
-// timers, transmit). A plain ACK of a few packets leaves in the call after
-// the one that received them (with this side's next request when it
-// posts), so a peer's requests are acknowledged by the next poll, post or
-// background progress at the latest. Any thread may call any object.
+// timers, transmit). The ACK of what a call received leaves in that call,
+// before the program can see the data (it may exit at once, and this NIC
+// with it). Any thread may call any object.
 //
 // A NIC answers RDMA READs, WRITEs and atomics while its host computes or
 // sleeps; a software NIC only when someone progresses it. With

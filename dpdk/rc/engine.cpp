@@ -275,7 +275,6 @@ void Engine::progress() noexcept {
   progress_calls_.store(progress_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (options_.memory_sync != nullptr) options_.memory_sync();
   ++check_epoch_;
-  ++call_seq_;
   now_fresh_ = false;
   // Receive everything waiting (bounded), so ACKs queued behind a burst of
   // data are seen before the retransmission timers run.
@@ -303,7 +302,6 @@ void Engine::begin_post() noexcept {
 }
 
 void Engine::kick(RcQp* qp) noexcept {
-  ++call_seq_;
   now_fresh_ = false;
   for (int round = 0; round < 8; ++round) {
     const bool starved = qp->transmit();

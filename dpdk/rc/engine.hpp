@@ -104,8 +104,6 @@ class Engine final : private FrameSink {
   // epoch still holds (no region can be deregistered, and no unmap becomes
   // visible, without a new epoch), and need not be repeated at send time.
   std::uint64_t check_epoch() const noexcept { return check_epoch_; }
-  // Counts progress() and kick() calls (a coalesced ACK waits for the next).
-  std::uint64_t call_seq() const noexcept { return call_seq_; }
   // Free transmit slots.
   std::uint32_t tx_room() const noexcept { return options_.tx_ring - tx_count_; }
   // How many times progress() ran; read without the lock (a background
@@ -183,7 +181,6 @@ class Engine final : private FrameSink {
   Clock::time_point now_{};
   bool now_fresh_ = false;  // now_ was read in this progress() / kick()
   std::uint64_t check_epoch_ = 1;
-  std::uint64_t call_seq_ = 1;
   // Written only under mutex_ (a plain load+store, not a locked increment).
   std::atomic<std::uint64_t> progress_calls_{0};
 

@@ -20,9 +20,8 @@
 // not yet received.
 //
 // Responder: ePSN, the MSN, one pending ACK (coalesced: it always says
-// ePSN-1, and after fewer than kAckAtOnce packets leaves in the device's
-// call after the one that asked for it),
-// one pending NAK, and max_qp_rd_atom responder resources that
+// ePSN-1, and leaves in the device call that received what it
+// acknowledges), one pending NAK, and max_qp_rd_atom responder resources that
 // remember executed READs and atomics, so duplicates are replayed from the
 // requested PSN and atomics never run twice.
 //
@@ -140,8 +139,6 @@ class RcQp {
   void on_request(const Packet& pkt) noexcept;
   void on_duplicate(const Packet& pkt) noexcept;
   void responder_error(std::uint8_t nak_code, std::uint32_t vendor_err) noexcept;
-  // Asks for a coalesced ACK (of ePSN - 1); see transmit_responses().
-  void request_ack() noexcept;
   void rnr_nak() noexcept;
   bool execute_write(const Packet& pkt, bool first, bool last, bool imm) noexcept;
   bool execute_send(const Packet& pkt, bool first, bool last, bool imm) noexcept;
@@ -200,9 +197,6 @@ class RcQp {
   std::uint32_t epsn_ = 0, msn_ = 0;
   bool nak_sent_ = false;
   bool ack_pending_ = false;
-  std::uint64_t ack_call_ = 0;           // Engine::call_seq() when ack_pending_ was set
-  std::uint32_t unacked_requests_ = 0;   // request packets accepted since the last ACK / NAK
-  static constexpr std::uint32_t kAckAtOnce = 16;  // that many: the ACK does not wait a call
   bool nak_pending_ = false;
   std::uint8_t nak_syndrome_ = 0;
   std::uint32_t nak_psn_ = 0;

@@ -64,13 +64,7 @@ void RcQp::on_request(const Packet& pkt) noexcept {
   if (!ok) return;
   epsn_ = psn_add(psn, 1);
   nak_sent_ = false;
-  ++unacked_requests_;
-  if (pkt.h.ack_req) request_ack();
-}
-
-void RcQp::request_ack() noexcept {
-  if (!ack_pending_) ack_call_ = engine_.call_seq();
-  ack_pending_ = true;
+  if (pkt.h.ack_req) ack_pending_ = true;
 }
 
 void RcQp::on_duplicate(const Packet& pkt) noexcept {
@@ -106,7 +100,7 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
     ++ctr_.stale_duplicates;
     return;
   }
-  request_ack();  // SEND/WRITE: acknowledge again (ePSN - 1)
+  ack_pending_ = true;  // SEND/WRITE: acknowledge again (ePSN - 1)
 }
 
 void RcQp::responder_error(std::uint8_t nak_code, std::uint32_t vendor_err) noexcept {
@@ -381,27 +375,22 @@ bool RcQp::transmit_responses() noexcept {
     if (!send_ack(nak_syndrome_, nak_psn_, false, 0)) return true;
     nak_pending_ = false;
     ack_pending_ = false;
-    unacked_requests_ = 0;
     if (syndrome_type(nak_syndrome_) == AckType::kRnrNak) {
       ++ctr_.rnr_naks_sent;
     } else if (syndrome_value(nak_syndrome_) < 5) {
       ++ctr_.naks_sent[syndrome_value(nak_syndrome_)];
     }
   }
-  // A plain ACK for a few packets waits for the device's next call
-  // (progress() or a post's kick()) after the one whose receive asked for
-  // it: it then covers what arrives in that call too, and when this side
-  // posts next, leaves with its request instead of on its own, off the path
-  // of a ping-pong. After a burst (kAckAtOnce packets or more since the last
-  // ACK) it leaves at once: the requester has a window to reopen, and the
-  // burst coalesced already. NAKs, READ responses and atomic
-  // acknowledgements never wait. Bounded: the next call is the program's
-  // next poll or post, or the progress thread's turn
-  // (RMA_SOFTROCE_PROGRESS_US), and the requester's timer covers the rest.
-  if (ack_pending_ && (ack_call_ != engine_.call_seq() || unacked_requests_ >= kAckAtOnce)) {
+  // The coalesced ACK (ePSN - 1) leaves in the call that received what it
+  // acknowledges, never later: it covers everything received in that call,
+  // and the ACK is on the link before the call returns. Once the call
+  // returns, the program may see the data (a WRITE lands in its memory) and
+  // exit, and a software NIC dies with its process: an ACK held for a later
+  // call would never leave, and the requester would exhaust its retries on
+  // a write that landed (RETRY_EXC_ERR for a peer that simply finished).
+  if (ack_pending_) {
     if (!send_ack(make_syndrome(AckType::kAck, kAckUnlimitedCredits), psn_add(epsn_, kPsnMask), false, 0)) return true;
     ack_pending_ = false;
-    unacked_requests_ = 0;
     ++ctr_.acks_sent;
   }
   return false;

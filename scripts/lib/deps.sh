@@ -15,6 +15,7 @@ RMA_DEBIAN_PACKAGES=(
   libisal-dev                       # ISA-L: ICRC (CRC32) for the RoCE v2 wire format (dpdk/wire/)
   tshark                            # decodes our pcap captures as RoCE v2 (wire tests)
   clang libclang-rt-14-dev          # libFuzzer for fuzz/ (parser fuzzing)
+  lld                               # links the ~70 test and tool programs several times faster than ld.bfd
   libmpich-dev mpich                # MPI_Pack oracle for the datatype differential test
   iproute2                          # network namespaces and veth pairs for port tests
   libpmix-dev openmpi-bin           # PMIx bootstrap; Open MPI's mpirun launches the PMIx test

@@ -66,7 +66,12 @@ Result<std::size_t> symmetric_size() {
 }
 
 // The writable PT_LOAD segments of the executable (data and bss), minus the
-// part that becomes read-only after relocation (PT_GNU_RELRO).
+// part that becomes read-only after relocation (PT_GNU_RELRO), in whole
+// pages. The loader write-protects the RELRO pages up to the page that holds
+// its end (glibc rounds that end down), and a segment need not start on a
+// page: ld.bfd pads the writable data to the next page, lld starts it right
+// after the RELRO part in the same page as the file offset, so the page a
+// segment starts in is part of it.
 struct SegmentSearch {
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
 };
@@ -82,8 +87,7 @@ int find_segments(struct dl_phdr_info* info, std::size_t, void* data) {
     if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) == 0 || ph.p_memsz == 0) continue;
     std::uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
     std::uintptr_t hi = lo + ph.p_memsz;
-    lo = std::max(lo, relro_end);
-    lo = (lo + kPage - 1) & ~(kPage - 1);
+    lo = std::max(lo & ~(kPage - 1), relro_end & ~(kPage - 1));
     hi = (hi + kPage - 1) & ~(kPage - 1);
     if (hi > lo) s->ranges.emplace_back(lo, hi);
   }

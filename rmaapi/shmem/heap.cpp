@@ -30,11 +30,13 @@ void SymmetricAllocator::insert_free(std::size_t offset, std::size_t bytes) {
   free_[offset] = bytes;
 }
 
-std::optional<std::size_t> SymmetricAllocator::allocate(std::size_t bytes, std::size_t alignment) {
-  if (bytes == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0) return std::nullopt;
+std::optional<std::size_t> SymmetricAllocator::allocate(std::size_t bytes, std::size_t alignment,
+                                                        std::size_t phase) {
+  if (bytes == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 || phase >= alignment) return std::nullopt;
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     const std::size_t start = it->first, len = it->second;
-    const std::size_t aligned = (start + alignment - 1) & ~(alignment - 1);
+    // The first offset >= start that is `phase` past a multiple of `alignment`.
+    const std::size_t aligned = start + ((phase - start) & (alignment - 1));
     if (aligned < start || aligned - start > len || len - (aligned - start) < bytes) continue;
     free_.erase(it);
     insert_free(start, aligned - start);

@@ -17,9 +17,10 @@ class SymmetricAllocator {
   // Manages [begin, end) (offsets from the heap base).
   void reset(std::size_t begin, std::size_t end);
 
-  // An offset aligned to `alignment` (a power of two) with `bytes` free after
-  // it, or nullopt when no free range is large enough.
-  std::optional<std::size_t> allocate(std::size_t bytes, std::size_t alignment);
+  // The lowest offset that is `phase` past a multiple of `alignment` (a power
+  // of two; phase < alignment) with `bytes` free after it, or nullopt when no
+  // free range is large enough.
+  std::optional<std::size_t> allocate(std::size_t bytes, std::size_t alignment, std::size_t phase = 0);
   // Frees what allocate() returned; false when `offset` is not allocated.
   bool release(std::size_t offset);
   // Grows or shrinks the block at `offset` in place when the free range after

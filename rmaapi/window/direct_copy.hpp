@@ -6,7 +6,8 @@
 // destination lies a little past the source modulo 4 KiB (each load then
 // seems to depend on a store just made: "4K aliasing") — the usual case
 // for a get into a malloc'd buffer (16 bytes past a page) from a
-// page-aligned heap. Measured between two ranks (shmem_getmem of 4 KiB,
+// page-aligned window. (Large SHMEM heap blocks avoid it by where they
+// start: placement() in shmem/c_setup.cpp.) Measured between two ranks (shmem_getmem of 4 KiB,
 // rmarun -n 2): 0.17-0.24 us with memcpy against 0.055 us with 64-byte
 // unaligned moves (oshmem over UCX: 0.068 us); 8 KiB 0.2 against 0.11 us.
 // From 16 KiB on the two were alike within this machine's noise, and with

@@ -643,6 +643,16 @@ static void test_heap(void) {
   ptrs[4] = shmem_realloc(ptrs[0], 50000);
   ptrs[5] = shmem_realloc(ptrs[3], 8);
   CHECK(((uintptr_t)ptrs[1] & 4095) == 0, "shmem_align(4096)");
+  /* Alignment: malloc's 16 bytes for any block; an explicit shmem_align is
+   * honoured at every size; large blocks sit 2064 bytes past a page (see
+   * placement() in rmaapi/shmem/c_setup.cpp). */
+  for (int i = 0; i < 6; ++i) CHECK(((uintptr_t)ptrs[i] & 15) == 0, "block %d is %p: not 16-byte aligned", i, ptrs[i]);
+  char* big = shmem_malloc(8192);
+  char* big_aligned = shmem_align(64, 8192);
+  CHECK(((uintptr_t)big & 4095) == 2064, "shmem_malloc(8192) = %p: not 2064 bytes past a page", (void*)big);
+  CHECK(((uintptr_t)big_aligned & 63) == 0, "shmem_align(64, 8192) = %p: not 64-byte aligned", (void*)big_aligned);
+  shmem_free(big_aligned);
+  shmem_free(big);
   for (int i = 0; i < 100; ++i) CHECK(((long*)ptrs[2])[i % 100] == 0, "calloc not zeroed");
   static long offsets[6], all_offsets[6 * 64];
   for (int i = 0; i < 6; ++i) offsets[i] = ptrs[i] ? (long)((char*)ptrs[i] - base) : -1;

@@ -112,6 +112,16 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
   if (at == nullptr) return false;
   ++ops_since_liveness_;
 
+  const std::uint64_t seq = sq_.push();
+  ++sq_exec_;
+  // The completion is written before the data moves and published after
+  // (stage_owner_success says why).
+  const bool signaled = (wr.flags & kWrSignaled) != 0;
+  bool staged = false;
+  if (signaled && owns_cq_ring_) {
+    staged = send_cq_->stage_owner_success(wr.wr_id, wr.opcode, len, qpn_, seq, &sq_);
+    if (!staged) [[unlikely]] error_pending_ = true;  // a lost completion breaks the QP
+  }
   void* const mine = reinterpret_cast<void*>(sge.addr);
   switch (wr.opcode) {
     case Opcode::kRdmaWrite:
@@ -134,15 +144,12 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
       break;
     }
   }
-  const std::uint64_t seq = sq_.push();
-  ++sq_exec_;
-  if ((wr.flags & kWrSignaled) != 0) {
+  if (staged) {
+    send_cq_->publish_owner();
+  } else if (signaled && !owns_cq_ring_) {
     // Its own completion opcode: no _WITH_IMM here.
-    const bool pushed =
-        owns_cq_ring_ ? send_cq_->push_owner_success(wr.wr_id, wr.opcode, len, qpn_, seq, &sq_)
-                    : send_cq_->push_shared(swkit::send_completion(fill_completion_wqe(wr, len), seq, qpn_,
-                                                                   WcStatus::kSuccess, len, kVeNone),
-                                            &sq_);
+    const bool pushed = send_cq_->push_shared(
+        swkit::send_completion(fill_completion_wqe(wr, len), seq, qpn_, WcStatus::kSuccess, len, kVeNone), &sq_);
     if (!pushed) [[unlikely]] error_pending_ = true;  // a lost completion breaks the QP
   }
   return true;

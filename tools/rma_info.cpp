@@ -74,6 +74,8 @@ int print_devices() {
       std::printf("        max_msg_size     : %u\n", c.max_msg_size);
       std::printf("        atomics          : %s\n", c.atomics ? "fetch-add, compare-swap (8 bytes)" : "none");
       std::printf("        path_mtu         : %u\n", c.path_mtu);
+      std::printf("        target progress  : %s\n",
+                  c.target_needs_polls ? "in the owner's CQ polls" : "without the owner (NIC, kernel or initiator)");
     }
   }
   auto selected = registry.select();

@@ -218,6 +218,7 @@ Result<DeviceInfo> describe_device(ibv_context* ctx, const VerbsOptions& options
   c.max_msg_size = pattr.max_msg_sz;
   c.atomics = attr.atomic_cap != IBV_ATOMIC_NONE;
   c.path_mtu = mtu_bytes(pattr.active_mtu);
+  c.target_needs_polls = false;  // the NIC (or the kernel's rxe) places them
 
   if (setup != nullptr) {
     setup->port = port;

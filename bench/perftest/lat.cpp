@@ -21,16 +21,16 @@ std::int64_t stall_limit_ns(const Session& s) {
 
 // Takes every completion waiting; fatal on errors. Returns how many.
 std::uint64_t drain_cq(Session& s) {
-  Completion wc[16];
+  Completion* wc = s.polled.data();
   std::uint64_t total = 0;
   for (;;) {
-    int n = s.cq->poll({wc, 16});
+    int n = s.cq->poll({wc, s.polled.size()});
     if (n < 0) fatal(s, std::string("completion queue overrun: ") + s.cq->overrun_reason());
     for (int k = 0; k < n; ++k) {
       if (wc[k].status != WcStatus::kSuccess) fatal(s, completion_error(wc[k]));
     }
     total += static_cast<std::uint64_t>(n);
-    if (n < 16) return total;
+    if (static_cast<std::size_t>(n) < s.polled.size()) return total;
   }
 }
 
@@ -68,14 +68,22 @@ WriteLatOutcome write_lat(Session& s, std::uint64_t size) {
   const std::int64_t start = now_ns();
   const std::int64_t end = start + static_cast<std::int64_t>(o.duration) * kSecond;
 
-  // Spins until the peer's counter arrives; false when the client ended a duration run.
+  // Spins until the peer's counter arrives; false when the client ended a
+  // duration run. A device whose receive path runs in CQ polls (softroce)
+  // is polled on every spin; otherwise the spin reads the buffer alone, as
+  // perftest's does (a poll per spin delays seeing the peer's write by up
+  // to a poll: 0.27 against 0.22 us over shm at 8 B).
+  const bool poll_while_waiting = s.dev->caps().target_needs_polls;
   auto wait_for = [&](std::uint8_t want) -> bool {
     std::uint64_t spins = 0;
-    std::int64_t since = now_ns();
+    // The wait's start is read at its first check, not on entry: a clock
+    // read costs 25 ns in a VM, a tenth of a shm half round trip.
+    std::int64_t since = -1;
     while (*poll_buf != want) {
-      ccnt += drain_cq(s);  // also drives a software NIC's receive path
+      if (poll_while_waiting) ccnt += drain_cq(s);
       if ((++spins & 0xffff) != 0) continue;
       const std::int64_t t = now_ns();
+      if (since < 0) since = t;
       s.oob.heartbeat_if_due();
       Frame f;
       auto r = s.oob.poll_frame(f);

@@ -404,13 +404,13 @@ void keep_alive(Session& s) {
 std::string passive_wait(Session& s, FrameType type) {
   Completion wc[16];
   std::uint64_t spins = 0;
-  // Over shm a passive side needs no polls of its own: mapped requests need
-  // nothing from it, and the device's progress thread, woken by the
-  // doorbell, serves its ring. So it waits in the kernel for the peer's
-  // frame between CQ polls (1 ms at most), as perftest's and ucx_perftest's
-  // servers sleep, instead of spinning on a CPU the active side needs.
-  // Other providers may need the polls (softroce's receive path): they spin.
-  const bool sleeps = s.dev && s.dev->name().rfind("shm", 0) == 0;
+  // A passive side whose device needs no polls of its own (shm: mapped
+  // requests need nothing from it, and the device's progress thread, woken
+  // by the doorbell, serves its ring; verbs: the NIC) waits in the kernel
+  // for the peer's frame between CQ polls (1 ms at most), as perftest's and
+  // ucx_perftest's servers sleep, instead of spinning on a CPU the active
+  // side needs. softroce's receive path runs in the polls: it spins.
+  const bool sleeps = s.dev && !s.dev->caps().target_needs_polls;
   for (;;) {
     int n = s.cq ? s.cq->poll({wc, 16}) : 0;
     if (n < 0) fatal(s, std::string("completion queue overrun: ") + s.cq->overrun_reason());

@@ -442,7 +442,9 @@ DeviceCaps softroce_caps(std::uint32_t mtu, std::uint32_t max_qp) noexcept {
   l.max_cqe = 65536;
   l.max_qp_rd_atom = roce::rc::RcQp::kResources;
   l.path_mtu = mtu;
-  return swkit::software_caps(l);
+  DeviceCaps c = swkit::software_caps(l);
+  c.target_needs_polls = true;  // frames are received in poll()/progress()
+  return c;
 }
 
 std::uint32_t largest_path_mtu(std::uint32_t max_frame) noexcept {

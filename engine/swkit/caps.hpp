@@ -34,6 +34,9 @@ inline DeviceCaps software_caps(const QueueLimits& l) noexcept {
   c.max_msg_size = 1u << 31;  // byte_len of a completion is 32 bits
   c.atomics = true;           // CPU atomics on the target word
   c.path_mtu = l.path_mtu;
+  // self and shm: the initiator copies (or the device's thread serves the
+  // request ring); softroce sets it back (its receive path runs in polls).
+  c.target_needs_polls = false;
   return c;
 }
 

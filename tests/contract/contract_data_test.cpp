@@ -45,6 +45,34 @@ TEST_P(DataPath, RdmaWrite) {
   EXPECT_TRUE(quiet_for(b, milliseconds(5))) << "a WRITE without immediate consumed nothing at the responder";
 }
 
+// DeviceCaps::target_needs_polls = false is a promise tools rely on (a
+// ping-pong then spins on its buffer without polling): a WRITE and a READ
+// complete, and land, while only the initiator polls.
+TEST_P(DataPath, OneSidedRequestsNeedNoTargetPollsWhenTheDeviceSaysSo) {
+  if (b.dev->caps().target_needs_polls) GTEST_SKIP() << "the device receives in its owner's polls";
+  if (a.cq == b.cq) GTEST_SKIP() << "both QPs share one CQ";
+  auto poll_initiator_only = [&]() {
+    Completion c;
+    c.status = WcStatus::kGeneralErr;
+    const auto deadline = Clock::now() + kDeadline;
+    while (Clock::now() < deadline) {
+      const int k = a.cq->poll({&c, 1});
+      if (k < 0) ADD_FAILURE() << "CQ overrun: " << a.cq->overrun_reason();
+      if (k != 0) return c;
+    }
+    ADD_FAILURE() << "no completion within " << kDeadline.count() << " ms with the target never polled";
+    return c;
+  };
+  Sge w = src.sge(0, 4096);
+  ASSERT_TRUE(post1(*a.qp, make_wr(Opcode::kRdmaWrite, {&w, 1}, dst.addr(8), dst.rkey(), 1)).ok());
+  EXPECT_EQ(poll_initiator_only().status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(dst.data + 8, src.data, 4096), 0);
+  Sge r = src.sge(8192, 4096);
+  ASSERT_TRUE(post1(*a.qp, make_wr(Opcode::kRdmaRead, {&r, 1}, dst.addr(8), dst.rkey(), 2)).ok());
+  EXPECT_EQ(poll_initiator_only().status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(src.data + 8192, src.data, 4096), 0);
+}
+
 TEST_P(DataPath, RdmaWriteWithImmConsumesAReceive) {
   Sge r = dst.sge(kSize - 64, 64);  // the receive's buffer is not written: WRITE data goes to remote_addr
   ASSERT_TRUE(recv1(*b.qp, {&r, 1}, 500).ok());

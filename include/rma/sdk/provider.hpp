@@ -171,6 +171,12 @@ struct DeviceCaps {
   std::uint32_t max_msg_size = 0;       // bytes per message
   bool atomics = false;                 // 8-byte fetch-add and compare-swap
   std::uint32_t path_mtu = 0;           // bytes: 256..4096
+  // One-sided requests aimed at this device's memory land promptly only
+  // while its owner polls a CQ (a software NIC driven by the caller's
+  // thread); false when the hardware, the kernel, a thread of the device or
+  // the initiator itself moves them. A ping-pong that spins on a buffer
+  // polls the CQ on every spin only when this is true.
+  bool target_needs_polls = true;
 };
 
 struct DeviceInfo {

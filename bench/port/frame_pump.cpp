@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,34 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr std::size_t kHeaders = 58;
+
+// One end of the memif link: "memif:client" or "memif:server"; null after
+// printing why when the port does not open.
+struct PumpPort {
+  std::unique_ptr<Link> link;
+  port::PortLink* pl = nullptr;
+};
+PumpPort open_pump_port(const char* who, const char* role, const std::string& sock) {
+  auto r = open_port(std::string("memif:") + role + ":" + sock + ",wait=20000");
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s: %s\n", who, r.status().to_string().c_str());
+    return {};
+  }
+  PumpPort p{std::move(r).value(), nullptr};
+  p.pl = dynamic_cast<port::PortLink*>(p.link.get());
+  return p;
+}
+
+// The bytes of a frame with `payload` bytes between the headers (IPv4
+// ethertype, the rest filled with `fill`) and a 4-byte trailer.
+struct FrameBytes {
+  std::vector<std::uint8_t> head, body, tail;
+  FrameBytes(std::size_t payload, std::uint8_t fill) : head(kHeaders - 4, fill), body(payload, 0x5a), tail(4, 0xee) {
+    head[12] = 0x08;
+    head[13] = 0x00;
+  }
+  TxFrame frame() const { return TxFrame{head, body, tail}; }
+};
 
 struct Counter : FrameSink {
   std::size_t expect = 0;
@@ -55,13 +84,10 @@ struct Counter : FrameSink {
 };
 
 int receiver(const std::string& sock, std::size_t payload, std::uint64_t count) {
-  auto r = open_port("memif:client:" + sock + ",wait=20000");
-  if (!r.ok()) {
-    std::fprintf(stderr, "rx: %s\n", r.status().to_string().c_str());
-    return 1;
-  }
-  auto link = std::move(r).value();
-  auto* pl = dynamic_cast<port::PortLink*>(link.get());
+  PumpPort port = open_pump_port("rx", "client", sock);
+  if (!port.link) return 1;
+  Link* link = port.link.get();
+  port::PortLink* pl = port.pl;
   Counter c;
   c.expect = payload + kHeaders;
   const auto give_up = Clock::now() + std::chrono::seconds(120);
@@ -85,17 +111,12 @@ int receiver(const std::string& sock, std::size_t payload, std::uint64_t count) 
 }
 
 int sender(const std::string& sock, std::size_t payload, std::uint64_t count) {
-  auto r = open_port("memif:server:" + sock + ",wait=20000");
-  if (!r.ok()) {
-    std::fprintf(stderr, "tx: %s\n", r.status().to_string().c_str());
-    return 1;
-  }
-  auto link = std::move(r).value();
-  auto* pl = dynamic_cast<port::PortLink*>(link.get());
-  std::vector<std::uint8_t> head(kHeaders - 4, 0x11), body(payload, 0x5a), tail(4, 0xee);
-  head[12] = 0x08;
-  head[13] = 0x00;
-  std::vector<TxFrame> batch(32, TxFrame{head, body, tail});
+  PumpPort port = open_pump_port("tx", "server", sock);
+  if (!port.link) return 1;
+  Link* link = port.link.get();
+  port::PortLink* pl = port.pl;
+  const FrameBytes bytes(payload, 0x11);
+  std::vector<TxFrame> batch(32, bytes.frame());
   std::uint64_t sent = 0;
   const auto t0 = Clock::now();
   while (sent < count && pl->state() == port::PortState::kUp) {
@@ -132,17 +153,12 @@ void send_one(Link& link, port::PortLink& pl, const TxFrame& f) {
 }
 
 int echo_receiver(const std::string& sock, std::size_t payload) {
-  auto r = open_port("memif:client:" + sock + ",wait=20000");
-  if (!r.ok()) {
-    std::fprintf(stderr, "echo: %s\n", r.status().to_string().c_str());
-    return 1;
-  }
-  auto link = std::move(r).value();
-  auto* pl = dynamic_cast<port::PortLink*>(link.get());
-  std::vector<std::uint8_t> head(kHeaders - 4, 0x22), body(payload, 0x5a), tail(4, 0xee);
-  head[12] = 0x08;
-  head[13] = 0x00;
-  const TxFrame f{head, body, tail};
+  PumpPort port = open_pump_port("echo", "client", sock);
+  if (!port.link) return 1;
+  Link* link = port.link.get();
+  port::PortLink* pl = port.pl;
+  const FrameBytes bytes(payload, 0x22);
+  const TxFrame f = bytes.frame();
   Arrivals a;
   const auto give_up = Clock::now() + std::chrono::seconds(120);
   while (pl->state() == port::PortState::kUp && Clock::now() < give_up) {
@@ -155,17 +171,12 @@ int echo_receiver(const std::string& sock, std::size_t payload) {
 }
 
 int pingpong_sender(const std::string& sock, std::size_t payload, std::uint64_t count) {
-  auto r = open_port("memif:server:" + sock + ",wait=20000");
-  if (!r.ok()) {
-    std::fprintf(stderr, "ping: %s\n", r.status().to_string().c_str());
-    return 1;
-  }
-  auto link = std::move(r).value();
-  auto* pl = dynamic_cast<port::PortLink*>(link.get());
-  std::vector<std::uint8_t> head(kHeaders - 4, 0x11), body(payload, 0x5a), tail(4, 0xee);
-  head[12] = 0x08;
-  head[13] = 0x00;
-  const TxFrame f{head, body, tail};
+  PumpPort port = open_pump_port("ping", "server", sock);
+  if (!port.link) return 1;
+  Link* link = port.link.get();
+  port::PortLink* pl = port.pl;
+  const FrameBytes bytes(payload, 0x11);
+  const TxFrame f = bytes.frame();
   const std::uint64_t warmup = count / 10;
   std::vector<double> half_us;
   half_us.reserve(count);

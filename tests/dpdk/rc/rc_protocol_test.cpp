@@ -38,6 +38,17 @@ class RcProtocol : public ::testing::Test {
     }
     return c.status;
   }
+  // n 64-byte WRITEs from src_ to dst_, one packet each, wr_id i; all
+  // signalled, or only the last.
+  void writes_of_64(int n, std::vector<Sge>& sges, std::vector<WorkRequest>& wrs, bool signal_all = true) {
+    sges.resize(n);
+    wrs.resize(n);
+    for (int i = 0; i < n; ++i) {
+      sges[i] = src_.sge(i * 64, 64);
+      wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i,
+                  signal_all || i + 1 == n ? kWrSignaled : 0u);
+    }
+  }
   static constexpr std::size_t kSize = 2u << 20;
   std::unique_ptr<Pair> pair_;
   Buffer src_, dst_;
@@ -119,12 +130,9 @@ TEST_F(RcProtocol, PsnWrapsAround) {
 TEST_F(RcProtocol, AcksAreCoalesced) {
   open();
   constexpr int kN = 64;
-  std::vector<Sge> sges(kN);
-  std::vector<WorkRequest> wrs(kN);
-  for (int i = 0; i < kN; ++i) {
-    sges[i] = src_.sge(i * 64, 64);
-    wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i, kWrSignaled);
-  }
+  std::vector<Sge> sges;
+  std::vector<WorkRequest> wrs;
+  writes_of_64(kN, sges, wrs);
   ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
   auto got = pair_->wait(pair_->a, kN);
   ASSERT_EQ(got.size(), static_cast<std::size_t>(kN));
@@ -144,13 +152,7 @@ TEST_F(RcProtocol, PostListIsOneBurstWithOneAckRequestAndAcksLeaveInTheReceiving
     return false;
   });
   auto list = [&](int n, std::vector<Sge>& sges, std::vector<WorkRequest>& wrs) {
-    sges.resize(n);
-    wrs.resize(n);
-    for (int i = 0; i < n; ++i) {
-      sges[i] = src_.sge(i * 64, 64);
-      wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i,
-                  i + 1 == n ? kWrSignaled : 0u);
-    }
+    writes_of_64(n, sges, wrs, /*signal_all=*/false);
   };
   std::vector<Sge> sges;
   std::vector<WorkRequest> wrs;
@@ -231,12 +233,9 @@ TEST_F(RcProtocol, WindowEdgeAsksForAnAck) {
     return false;
   });
   constexpr int kN = 200;  // one packet each, more than the 128-PSN window
-  std::vector<Sge> sges(kN);
-  std::vector<WorkRequest> wrs(kN);
-  for (int i = 0; i < kN; ++i) {
-    sges[i] = src_.sge(i * 64, 64);
-    wrs[i] = wr(rma::Opcode::kRdmaWrite, &sges[i], 1, dst_.addr(i * 64), dst_.rkey(), i, kWrSignaled);
-  }
+  std::vector<Sge> sges;
+  std::vector<WorkRequest> wrs;
+  writes_of_64(kN, sges, wrs);
   ASSERT_TRUE(pair_->a.qp->post(wrs).ok());
   ASSERT_EQ(ack_req.size(), 128u);
   EXPECT_TRUE(ack_req[127]) << "the window's last packet";

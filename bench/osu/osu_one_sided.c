@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
       } else if (strcmp(test, "put_bw") == 0) {
         printf("%-12zu %.2f\n", s, (double)s * WINDOW / us);  /* bytes/us = MB/s */
       } else {
-        printf("%-12zu %.2f\n", s, us);
+        printf("%-12zu %.3f\n", s, us);
       }
       fflush(stdout);
     }

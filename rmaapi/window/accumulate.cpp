@@ -66,13 +66,16 @@ class AccLock {
   AccLock& operator=(const AccLock&) = delete;
   Status acquire(const char* call) {
     const std::uint64_t me = static_cast<std::uint64_t>(win_->rank()) + 1;
-    const auto start = std::chrono::steady_clock::now();
+    // The clock is read once the lock turns out to be held, not before the
+    // first try (a clock read was a fifth of an uncontended accumulate).
+    std::optional<std::chrono::steady_clock::time_point> start;
     WaitBackoff backoff;
     for (std::uint32_t spin = 0;; ++spin) {
       RMA_ASSIGN_OR_RETURN(std::uint64_t old,
                            meta_atomic(win_, target_, 1, Opcode::kAtomicCmpSwap, 0, me));
       if (old == 0) break;
-      if (win_->ctx->eps().expired(start)) {
+      if (!start) start = std::chrono::steady_clock::now();
+      if (win_->ctx->eps().expired(*start)) {
         return class_error(RMA_ERR_OTHER, std::string(call) + ": the accumulate lock of rank " +
                                               std::to_string(target_) + " stayed held by rank " +
                                               std::to_string(old - 1) + " past RMA_WAIT_TIMEOUT_MS");
@@ -485,6 +488,56 @@ Status accumulate(rma_win_s* win, const char* call, const OpArgs& a, bool fetch,
                                      Opcode::kRdmaWrite));
   }
   return lock.release();
+}
+
+bool accumulate_fast(rma_win_s* win, const FastArgs& a, rma_Op op) noexcept {
+  // Recorded accumulates run first under any ordering but none (accumulate()).
+  if (win->deferred && !win->deferred->empty() && !ordering_none(win)) return false;
+  const auto opv = reinterpret_cast<std::intptr_t>(op);
+  if (opv < 1 || opv > kOpCount || a.origin == nullptr || a.origin_count <= 0 ||
+      a.origin_count != a.target_count || a.origin_type != a.target_type) {
+    return false;
+  }
+  const rma_datatype_s* elem = a.target_type;
+  const auto kind = static_cast<OpKind>(opv);
+  // One predefined type; 8-byte elements go to accumulate_words, whatever
+  // their alignment, as in accumulate().
+  if (elem == nullptr || elem->magic != rma_datatype_s::kMagic || !elem->predefined || word_element(elem) ||
+      kind == OpKind::kNoOp || !op_defined(kind, elem)) {
+    return false;
+  }
+  std::uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(a.target_count), static_cast<std::uint64_t>(elem->layout.size),
+                             &bytes)) {
+    return false;
+  }
+  if (static_cast<unsigned>(a.target) >= static_cast<unsigned>(win->npeers)) return false;
+  const PeerWindow& p = win->peers[static_cast<std::size_t>(a.target)];
+  if (!p.direct || p.direct_meta == nullptr || !win->may_access(a.target) ||
+      bytes > static_cast<std::uint64_t>(INT64_MAX)) {
+    return false;
+  }
+  PlacedRange r;
+  if (place(r, p.disp_unit, p.size, a.target_disp, 0, static_cast<std::int64_t>(bytes)) != Placement::kInside) {
+    return false;
+  }
+  std::byte* there = p.mapped + r.off;
+  const auto align = static_cast<std::uintptr_t>(std::max<std::int64_t>(elem->layout.alignment, 1)) - 1;
+  if ((reinterpret_cast<std::uintptr_t>(there) & align) != 0 ||
+      (reinterpret_cast<std::uintptr_t>(a.origin) & align) != 0) {
+    return false;
+  }
+  // The target's accumulate lock, as AccLock takes it; a lock another rank
+  // holds for longer than a few tries is the checked path's to wait for.
+  std::uint64_t* lock = p.direct_meta + 1;
+  const std::uint64_t me = static_cast<std::uint64_t>(win->rank()) + 1;
+  for (int attempt = 0;; ++attempt) {
+    if (direct::atomic(lock, Opcode::kAtomicCmpSwap, 0, me) == 0) break;
+    if (attempt == 16) return false;
+  }
+  apply_op(kind, elem, there, a.origin, static_cast<std::size_t>(bytes / static_cast<std::uint64_t>(elem->layout.size)));
+  (void)direct::atomic(lock, Opcode::kAtomicFetchAdd, ~me + 1, 0);
+  return true;
 }
 
 Status compare_and_swap(rma_win_s* win, const char* call, const OpArgs& a,

@@ -91,6 +91,9 @@ int rma_get(void* origin_addr, int origin_count, rma_Datatype origin_datatype, i
 int rma_accumulate(const void* origin_addr, int origin_count, rma_Datatype origin_datatype,
                    int target_rank, rma_Aint target_disp, int target_count,
                    rma_Datatype target_datatype, rma_Op op, rma_Win win) {
+  const FastArgs f{origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                   target_datatype};
+  if (run_fast(win, [&] { return accumulate_fast(win, f, op); })) [[likely]] return RMA_SUCCESS;
   return win_call(win, "rma_accumulate", [&] {
     const OpArgs a = args(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, op);

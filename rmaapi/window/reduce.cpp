@@ -81,7 +81,7 @@ const Entry* find(const rma_datatype_s* t) noexcept {
 // One loop per op (the switch outside it), so that the compiler vectorizes
 // each: accumulates of thousands of elements are one pass over them.
 template <typename T, typename F>
-void each(T* a, const T* b, std::size_t n, F f) noexcept {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void each(T* a, const T* b, std::size_t n, F f) noexcept {
   for (std::size_t i = 0; i < n; ++i) a[i] = f(a[i], b[i]);
 }
 

@@ -212,6 +212,9 @@ struct FastArgs {
 bool put_fast(rma_win_s* win, const FastArgs& a) noexcept;
 bool get_fast(rma_win_s* win, const FastArgs& a) noexcept;
 bool fetch_and_op_fast(rma_win_s* win, const FastArgs& a, const void* result, rma_Op op) noexcept;
+// rma_accumulate of one predefined type (not an 8-byte one) on a mapped
+// target, in place under the target's accumulate lock (accumulate.cpp).
+bool accumulate_fast(rma_win_s* win, const FastArgs& a, rma_Op op) noexcept;
 // 8-byte integer compare_and_swap; a.origin is the new value.
 bool compare_and_swap_fast(rma_win_s* win, const FastArgs& a, const void* compare, void* result) noexcept;
 // rma_win_flush's: a passive epoch to `target` is open, nothing was

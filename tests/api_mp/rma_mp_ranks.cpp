@@ -172,9 +172,16 @@ void scenario_accumulate(int iters) {
     i64 sum;
     double dsum;
     std::int32_t max;
-    std::int32_t pad;
-    i64 fetch;
+    std::int32_t isum;  // 4- and 2-byte sums: read-modify-write under the
+    i64 fetch;          // target's accumulate lock, whichever path an
+    std::int16_t ssum;  // origin takes (the direct path's shortcut for a
+    std::int16_t pad[3];  // predefined type, its checked path, the NIC)
   };
+  // Odd ranks describe the int32 target as a derived type, which the direct
+  // path's shortcut leaves to the checked path: both paths take one lock.
+  rma_Datatype int32_derived = RMA_DATATYPE_NULL;
+  CALL(rma_type_contiguous(1, RMA_INT32_T, &int32_derived));
+  CALL(rma_type_commit(&int32_derived));
   Target* t = nullptr;
   rma_Win win = RMA_WIN_NULL;
   CALL(rma_win_allocate(sizeof(Target) + (me == 0 ? static_cast<rma_Aint>(8) * n * iters : 0), 1, RMA_INFO_NULL,
@@ -192,6 +199,11 @@ void scenario_accumulate(int iters) {
     CALL(rma_accumulate(&dadd, 1, RMA_DOUBLE, 0, offsetof(Target, dsum), 1, RMA_DOUBLE, RMA_SUM, win));
     const std::int32_t cand = me * 1000 + i;
     CALL(rma_accumulate(&cand, 1, RMA_INT32_T, 0, offsetof(Target, max), 1, RMA_INT32_T, RMA_MAX, win));
+    const std::int32_t iadd = me + 1;
+    CALL(rma_accumulate(&iadd, 1, RMA_INT32_T, 0, offsetof(Target, isum), 1, me % 2 ? int32_derived : RMA_INT32_T,
+                        RMA_SUM, win));
+    const std::int16_t sadd = 1;
+    CALL(rma_accumulate(&sadd, 1, RMA_INT16_T, 0, offsetof(Target, ssum), 1, RMA_INT16_T, RMA_SUM, win));
     const i64 one = 1;
     CALL(rma_fetch_and_op(&one, &fetched[static_cast<std::size_t>(i)], RMA_INT64_T, 0, offsetof(Target, fetch),
                           RMA_SUM, win));
@@ -209,6 +221,9 @@ void scenario_accumulate(int iters) {
     CHECK_EQ(t->sum, serial);
     CHECK_EQ(t->dsum, 0.25 * static_cast<double>(serial));
     CHECK_EQ(t->max, (n - 1) * 1000 + iters - 1);
+    CHECK_EQ(static_cast<i64>(t->isum), serial);
+    // int16 arithmetic wraps (a long manual run passes 32767).
+    CHECK_EQ(t->ssum, static_cast<std::int16_t>(static_cast<std::uint16_t>(n * iters)));
     CHECK_EQ(t->fetch, static_cast<i64>(n) * iters);
     std::vector<char> seen(static_cast<std::size_t>(n) * iters, 0);
     const auto* all = reinterpret_cast<const i64*>(t + 1);
@@ -224,6 +239,7 @@ void scenario_accumulate(int iters) {
                 n, iters, t->sum, t->dsum, t->max, seen.size());
   }
   CALL(rma_win_free(&win));
+  CALL(rma_type_free(&int32_derived));
 }
 
 // accumulate_ordering=none: compare-and-swap-loop accumulates are recorded

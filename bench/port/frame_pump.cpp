@@ -86,15 +86,13 @@ struct Counter : FrameSink {
 int receiver(const std::string& sock, std::size_t payload, std::uint64_t count) {
   PumpPort port = open_pump_port("rx", "client", sock);
   if (!port.link) return 1;
-  Link* link = port.link.get();
-  port::PortLink* pl = port.pl;
   Counter c;
   c.expect = payload + kHeaders;
   const auto give_up = Clock::now() + std::chrono::seconds(120);
-  while (pl->state() == port::PortState::kUp && Clock::now() < give_up) {
-    if (link->poll(c, 64) > 0) c.last = Clock::now();
+  while (port.pl->state() == port::PortState::kUp && Clock::now() < give_up) {
+    if (port.link->poll(c, 64) > 0) c.last = Clock::now();
   }
-  (void)pl->close();
+  (void)port.pl->close();
   const double secs = std::chrono::duration<double>(c.last - c.first).count();
   const double fps = secs > 0 ? static_cast<double>(c.frames) / secs : 0;
   std::printf("rx payload %zu B frame %zu B: %llu/%llu frames in %.3f s: %.3f Mframes/s, payload %.3f GB/s, "
@@ -113,18 +111,16 @@ int receiver(const std::string& sock, std::size_t payload, std::uint64_t count) 
 int sender(const std::string& sock, std::size_t payload, std::uint64_t count) {
   PumpPort port = open_pump_port("tx", "server", sock);
   if (!port.link) return 1;
-  Link* link = port.link.get();
-  port::PortLink* pl = port.pl;
   const FrameBytes bytes(payload, 0x11);
   std::vector<TxFrame> batch(32, bytes.frame());
   std::uint64_t sent = 0;
   const auto t0 = Clock::now();
-  while (sent < count && pl->state() == port::PortState::kUp) {
+  while (sent < count && port.pl->state() == port::PortState::kUp) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(batch.size(), count - sent));
-    sent += link->transmit(std::span<const TxFrame>(batch.data(), n));
+    sent += port.link->transmit(std::span<const TxFrame>(batch.data(), n));
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  rma::Status st = pl->close();
+  rma::Status st = port.pl->close();
   std::printf("tx %llu frames in %.3f s: %.3f Mframes/s (not-taken retries included)%s%s\n",
               static_cast<unsigned long long>(sent), secs, static_cast<double>(sent) / secs / 1e6,
               st.ok() ? "" : "; close: ", st.ok() ? "" : st.to_string().c_str());
@@ -155,26 +151,22 @@ void send_one(Link& link, port::PortLink& pl, const TxFrame& f) {
 int echo_receiver(const std::string& sock, std::size_t payload) {
   PumpPort port = open_pump_port("echo", "client", sock);
   if (!port.link) return 1;
-  Link* link = port.link.get();
-  port::PortLink* pl = port.pl;
   const FrameBytes bytes(payload, 0x22);
   const TxFrame f = bytes.frame();
   Arrivals a;
   const auto give_up = Clock::now() + std::chrono::seconds(120);
-  while (pl->state() == port::PortState::kUp && Clock::now() < give_up) {
+  while (port.pl->state() == port::PortState::kUp && Clock::now() < give_up) {
     const std::uint64_t before = a.frames;
-    link->poll(a, 64);
-    for (std::uint64_t k = before; k < a.frames; ++k) send_one(*link, *pl, f);
+    port.link->poll(a, 64);
+    for (std::uint64_t k = before; k < a.frames; ++k) send_one(*port.link, *port.pl, f);
   }
-  (void)pl->close();
+  (void)port.pl->close();
   return 0;
 }
 
 int pingpong_sender(const std::string& sock, std::size_t payload, std::uint64_t count) {
   PumpPort port = open_pump_port("ping", "server", sock);
   if (!port.link) return 1;
-  Link* link = port.link.get();
-  port::PortLink* pl = port.pl;
   const FrameBytes bytes(payload, 0x11);
   const TxFrame f = bytes.frame();
   const std::uint64_t warmup = count / 10;
@@ -186,10 +178,10 @@ int pingpong_sender(const std::string& sock, std::size_t payload, std::uint64_t 
   for (std::uint64_t i = 0; i < warmup + count; ++i) {
     const std::uint64_t want = a.frames + 1;
     const auto t0 = Clock::now();
-    send_one(*link, *pl, f);
+    send_one(*port.link, *port.pl, f);
     while (a.frames < want) {
-      link->poll(a, 64);
-      if (pl->state() != port::PortState::kUp || Clock::now() > give_up) break;
+      port.link->poll(a, 64);
+      if (port.pl->state() != port::PortState::kUp || Clock::now() > give_up) break;
     }
     if (a.frames < want) {
       ok = false;
@@ -198,7 +190,7 @@ int pingpong_sender(const std::string& sock, std::size_t payload, std::uint64_t 
     const auto t1 = Clock::now();
     if (i >= warmup) half_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 2);
   }
-  rma::Status st = pl->close();
+  rma::Status st = port.pl->close();
   if (!ok || half_us.empty()) {
     std::fprintf(stderr, "ping: the echo stopped after %zu of %llu round trips\n", half_us.size(),
                  static_cast<unsigned long long>(count));

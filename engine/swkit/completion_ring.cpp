@@ -1,5 +1,6 @@
 #include "swkit/completion_ring.hpp"
 
+#include <bit>
 #include <cinttypes>
 #include <cstdio>
 #include <new>
@@ -11,9 +12,11 @@ Status CompletionRing::init(std::uint32_t depth, std::uint32_t max_cqe) {
   if (depth == 0 || depth > max_cqe) {
     return invalid_argument("create_cq: depth " + std::to_string(depth) + " is outside 1.." + std::to_string(max_cqe));
   }
-  ring_.reset(new (std::nothrow) CqEntry[depth]);
+  const std::uint32_t slots = std::bit_ceil(depth);
+  ring_.reset(new (std::nothrow) CqEntry[slots]);
   if (!ring_) return resource_exhausted("create_cq: cannot allocate " + std::to_string(depth) + " entries");
   depth_ = depth;
+  mask_ = slots - 1;
   return {};
 }
 

@@ -40,7 +40,7 @@ class CompletionRing {
   bool push(const CqEntry& e) noexcept {
     if (overrun_.load(std::memory_order_relaxed)) return false;
     if (count_ == depth_) return lose(e);
-    ring_[(head_ + count_) % depth_] = e;
+    ring_[(head_ + count_) & mask_] = e;
     ++count_;
     return true;
   }
@@ -54,7 +54,7 @@ class CompletionRing {
       const CqEntry& e = ring_[head_];
       out[i] = e.wc;
       retire(e);
-      head_ = (head_ + 1) % depth_;
+      head_ = (head_ + 1) & mask_;
     }
     count_ -= n;
     return n;
@@ -72,7 +72,8 @@ class CompletionRing {
   bool lose(const CqEntry& lost) noexcept;  // cold, out of line: records the reason
 
   std::unique_ptr<CqEntry[]> ring_;
-  std::uint32_t depth_ = 0;
+  std::uint32_t depth_ = 0;  // entries it holds before it overruns
+  std::uint32_t mask_ = 0;   // slots - 1: the depth rounded up to a power of two, indexed by a mask
   std::uint32_t head_ = 0;   // oldest undelivered entry
   std::uint32_t count_ = 0;  // undelivered entries
   std::atomic<bool> overrun_{false};

@@ -1,5 +1,6 @@
 #include "swkit/work_queue.hpp"
 
+#include <bit>
 #include <cstring>
 #include <new>
 
@@ -15,10 +16,12 @@ std::unique_ptr<T[]> alloc_array(std::size_t n) noexcept {
 
 Status WorkQueueStorage::init(std::uint32_t depth, std::uint32_t max_sge, std::uint32_t max_inline) {
   if (depth == 0) return invalid_argument("create_qp: work queue depth 0");
-  sge_ = alloc_array<Sge>(std::size_t{depth} * max_sge);
-  inline_ = alloc_array<std::uint8_t>(std::size_t{depth} * max_inline);
+  const std::size_t rows = std::bit_ceil(std::size_t{depth});
+  sge_ = alloc_array<Sge>(rows * max_sge);
+  inline_ = alloc_array<std::uint8_t>(rows * max_inline);
   if (!sge_ || !inline_) return resource_exhausted("create_qp: cannot allocate the work queues");
   depth_ = depth;
+  mask_ = rows - 1;
   max_sge_ = max_sge;
   max_inline_ = max_inline;
   return {};

@@ -1,8 +1,9 @@
 // The send and receive queues of a software QP, after rdma-core rxe's
 // rxe_queue: rings preallocated at QP creation (WQEs, their SGEs and, on the
 // send side, inline bytes), indexed by 64-bit sequence numbers that never
-// wrap. Slot seq % depth holds request seq; its SGEs sit in a fixed
-// max_sge-wide row and its inline bytes in a max_inline-wide row, so
+// wrap. Row seq % rows holds request seq (rows: the depth rounded up to a
+// power of two); its SGEs sit in a fixed max_sge-wide row and its inline
+// bytes in a max_inline-wide row, so
 // posting copies into memory that is already there (no allocation on the
 // data path) and the data path finds a request's SGEs by arithmetic.
 //
@@ -59,6 +60,7 @@ class WorkQueueStorage {
   Status init(std::uint32_t depth, std::uint32_t max_sge, std::uint32_t max_inline);
 
   std::uint32_t depth() const noexcept { return depth_; }
+  std::size_t rows() const noexcept { return static_cast<std::size_t>(mask_) + 1; }
   std::uint64_t tail() const noexcept { return tail_; }
   bool full() const noexcept { return tail_ - retired_.load(std::memory_order_relaxed) >= depth_; }
   // A completion covering `seq` was polled: it and every earlier request of
@@ -69,16 +71,20 @@ class WorkQueueStorage {
   }
 
   std::uint8_t* inline_data(std::uint64_t seq) const noexcept {
-    return inline_.get() + (seq % depth_) * max_inline_;
+    return inline_.get() + slot(seq) * max_inline_;
   }
+  // The row of request `seq`. Rows are a power of two (depth rounded up),
+  // so this is a mask: a modulo by the depth was a 64-bit division on every
+  // access of the data path.
+  std::size_t slot(std::uint64_t seq) const noexcept { return static_cast<std::size_t>(seq & mask_); }
 
  protected:
   std::span<const Sge> sgl(std::uint64_t seq, std::uint32_t num_sge) const noexcept {
-    return {sge_.get() + (seq % depth_) * max_sge_, num_sge};
+    return {sge_.get() + slot(seq) * max_sge_, num_sge};
   }
   // Copies the list into seq's row; the caller checked its length.
   std::uint32_t store_sgl(std::uint64_t seq, std::span<const Sge> sgl) noexcept {
-    std::copy(sgl.begin(), sgl.end(), sge_.get() + (seq % depth_) * max_sge_);
+    std::copy(sgl.begin(), sgl.end(), sge_.get() + slot(seq) * max_sge_);
     return static_cast<std::uint32_t>(sgl.size());
   }
   // Gathers the list's bytes into seq's inline row now, so the caller may
@@ -89,9 +95,10 @@ class WorkQueueStorage {
   std::atomic<std::uint64_t> retired_{0};
 
  private:
-  std::unique_ptr<Sge[]> sge_;              // depth * max_sge
-  std::unique_ptr<std::uint8_t[]> inline_;  // depth * max_inline
+  std::unique_ptr<Sge[]> sge_;              // rows() * max_sge
+  std::unique_ptr<std::uint8_t[]> inline_;  // rows() * max_inline
   std::uint32_t depth_ = 0, max_sge_ = 0, max_inline_ = 0;
+  std::uint64_t mask_ = 0;                  // rows - 1
 };
 
 // Wqe is SendWqe, RecvWqe or a type derived from one of them.
@@ -100,12 +107,12 @@ class WorkQueue : public WorkQueueStorage {
  public:
   Status init(std::uint32_t depth, std::uint32_t max_sge, std::uint32_t max_inline) {
     RMA_RETURN_IF_ERROR(WorkQueueStorage::init(depth, max_sge, max_inline));
-    wqe_.reset(new (std::nothrow) Wqe[depth]());
+    wqe_.reset(new (std::nothrow) Wqe[rows()]());
     if (!wqe_) return resource_exhausted("create_qp: cannot allocate the work queues");
     return {};
   }
 
-  Wqe& operator[](std::uint64_t seq) const noexcept { return wqe_[seq % depth()]; }
+  Wqe& operator[](std::uint64_t seq) const noexcept { return wqe_[slot(seq)]; }
   std::span<const Sge> sgl(std::uint64_t seq) const noexcept {
     return WorkQueueStorage::sgl(seq, (*this)[seq].num_sge);
   }

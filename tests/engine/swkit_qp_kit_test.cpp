@@ -252,6 +252,22 @@ TEST(SwkitCompletionRing, OverrunIsStickyAndSaysWhatWasLost) {
   EXPECT_EQ(std::string(r.overrun_reason()), why);
 }
 
+TEST(SwkitCompletionRing, HoldsExactlyItsDepthWhenThatIsNoPowerOfTwo) {
+  // The ring's slots are the depth rounded up to a power of two; the depth
+  // still decides when it overruns, after any number of wraps.
+  CompletionRing r;
+  ASSERT_TRUE(r.init(3, 8).ok());
+  std::array<Completion, 4> out{};
+  for (std::uint64_t round = 0; round < 5; ++round) {
+    for (std::uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(r.push(cqe(round * 3 + i, 1, true, i))) << round;
+    ASSERT_EQ(r.poll(out, [](const CqEntry&) {}), 3u);
+    for (std::uint64_t i = 0; i < 3; ++i) EXPECT_EQ(out[i].wr_id, round * 3 + i);
+  }
+  for (std::uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(r.push(cqe(i, 1, true, i)));
+  EXPECT_FALSE(r.push(cqe(99, 1, true, 3)));
+  EXPECT_TRUE(r.overrun());
+}
+
 TEST(SwkitCompletionRing, CompletionEntriesFollowVerbs) {
   SendWqe w{};
   w.wr_id = 11;
@@ -559,6 +575,28 @@ TEST(SwkitWorkQueue, EachSequenceHasItsOwnSgeAndInlineSlot) {
   EXPECT_EQ(w.wr_id, 0u) << "prepare hands out a cleared WQE";
   EXPECT_EQ(std::memcmp(q.inline_data(q.tail()), payload, 12), 0);
   EXPECT_TRUE(q.sgl(q.tail()).empty());
+}
+
+TEST(SwkitWorkQueue, ADepthThatIsNoPowerOfTwoStillLimitsTheQueue) {
+  // Rows are the depth rounded up to a power of two (5 -> 8); the depth is
+  // what fills the queue, and live requests never share a row.
+  WorkQueue<SendWqe> q;
+  ASSERT_TRUE(q.init(5, 1, 8).ok());
+  EXPECT_EQ(q.depth(), 5u);
+  for (std::uint64_t seq = 0; seq < 40; ++seq) {
+    const std::vector<Sge> sgl = {Sge{seq, 1, 0}};
+    q.prepare(sgl, false).wr_id = seq;
+    q.push();
+    if (seq >= 4) {
+      EXPECT_TRUE(q.full()) << seq;
+      for (std::uint64_t live = seq - 4; live <= seq; ++live) {
+        EXPECT_EQ(q[live].wr_id, live);
+        EXPECT_EQ(q.sgl(live)[0].addr, live);
+      }
+      q.retire(seq - 4);
+    }
+    EXPECT_FALSE(q.full()) << seq;
+  }
 }
 
 TEST(SwkitWorkQueue, PostChecksSayWhyAndWithWhichCode) {

@@ -38,7 +38,7 @@ struct DeviceOptions {
   std::uint32_t max_unacked_psns = 128;  // requester window
   std::uint32_t max_read_request_packets = 1u << 20;  // longer READs are split (EngineOptions)
   std::uint32_t ack_req_every = 64;      // AckReq at least every this many packets
-  std::uint32_t tx_ring = 256;           // transmit slots
+  std::uint32_t tx_ring = 256;           // transmit slots, a power of two
   std::optional<std::uint32_t> initial_psn;  // tests: every QP sends (and so expects) this first PSN
   std::string pcap_path;                 // capture file (RMA_SOFTROCE_PCAP); empty = none
   // Transport timer codes for QPs whose QpConfig leaves the field at the

@@ -127,15 +127,15 @@ void RcQp::retry_after_timeout() noexcept {
 
 void RcQp::run_timers() noexcept {
   if (state() != QpState::kRts) return;
-  // The clock is read only here, when a timer runs (Engine::now()).
+  // The clock is read only here, when a timer runs (Engine::passed()).
   if (rnr_waiting_) {
-    if (engine_.now() < rnr_deadline_) return;
+    if (!engine_.passed(rnr_deadline_)) return;
     rnr_waiting_ = false;
     rewind_to_comp();
     timer_armed_ = false;
     return;
   }
-  if (timer_armed_ && engine_.now() >= timer_deadline_) {
+  if (timer_armed_ && engine_.passed(timer_deadline_)) {
     timer_armed_ = false;
     if (outstanding()) retry_after_timeout();
   }
@@ -195,7 +195,7 @@ void RcQp::on_response(const Packet& pkt) noexcept {
           --rnr_left_;
         }
         rnr_waiting_ = true;
-        rnr_deadline_ = engine_.now() + rnr_interval(syndrome_value(syn));
+        rnr_deadline_ = engine_.deadline_after(rnr_interval(syndrome_value(syn)));
         timer_armed_ = false;
         return;
       }

@@ -1,5 +1,7 @@
 #include "rc/engine.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -22,7 +24,15 @@ bool pkey_matches(std::uint16_t a, std::uint16_t b) noexcept {
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Link> link, const EngineOptions& options)
-    : link_(std::move(link)), options_(options), neighbours_(options.max_neighbours) {}
+    : link_(std::move(link)), options_(options), neighbours_(options.max_neighbours) {
+  // Two ticks of the coarse clock (a tick is 4 ms at HZ=250); none when the
+  // kernel has no such clock or an implausible resolution.
+  timespec res{};
+  if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 && res.tv_nsec > 0 &&
+      res.tv_nsec <= 20'000'000) {
+    coarse_slack_ = std::chrono::nanoseconds(2 * res.tv_nsec);
+  }
+}
 
 Engine::~Engine() = default;
 
@@ -33,7 +43,11 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
     return invalid_argument("softroce: path MTU " + std::to_string(mtu) +
                             " must be one of 256, 512, 1024, 2048, 4096");
   }
-  if (options.tx_ring == 0 || options.max_qp == 0 || options.max_qp > (1u << 20) || options.max_neighbours > (1u << 20) ||
+  if (options.tx_ring == 0 || (options.tx_ring & (options.tx_ring - 1)) != 0) {
+    return invalid_argument("softroce: transmit ring of " + std::to_string(options.tx_ring) +
+                            " slots; it must be a power of two");
+  }
+  if (options.max_qp == 0 || options.max_qp > (1u << 20) || options.max_neighbours > (1u << 20) ||
       options.max_unacked_psns == 0 || options.max_unacked_psns >= (1u << 22) ||
       options.ack_req_every == 0 || options.rx_burst == 0 || options.max_read_request_packets == 0 ||
       options.max_read_request_packets >= (1u << 22)) {
@@ -56,6 +70,12 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
     if (!st.ok()) return st.with_context("softroce: packet capture");
   }
   return e;
+}
+
+Clock::time_point Engine::coarse_now() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
 }
 
 Result<std::uint32_t> Engine::add_qp(RcQp* qp) {
@@ -104,19 +124,16 @@ std::uint8_t* Engine::tx_payload() noexcept {
     ++dev_.tx_ring_full;
     return nullptr;
   }
-  return tx_[(tx_head_ + tx_count_) % options_.tx_ring].payload;
+  return slot(tx_head_ + tx_count_).payload;
 }
 
-void Engine::tx_commit(Headers& h, std::size_t payload_len) noexcept {
-  tx_commit_ref(h, nullptr, payload_len);
-}
-
-void Engine::tx_commit_ref(Headers& h, const std::uint8_t* payload, std::size_t payload_len) noexcept {
-  TxSlot& s = tx_[(tx_head_ + tx_count_) % options_.tx_ring];
-  const std::size_t hl = header_length(h.opcode);
+void Engine::tx_commit(const PacketTemplate& tmpl, const PacketFields& f, const std::uint8_t* payload,
+                       std::size_t payload_len) noexcept {
+  TxSlot& s = slot(tx_head_ + tx_count_);
+  const std::size_t hl = header_length(f.opcode);
   if (hl == 0 || hl > sizeof s.head || payload_len > options_.path_mtu) return;
   const std::uint8_t* data = payload != nullptr ? payload : s.payload;
-  const std::size_t tl = build_packet(h, {s.head, hl}, {data, payload_len}, {s.tail, sizeof s.tail});
+  const std::size_t tl = tmpl.build(f, s.head, {data, payload_len}, {s.tail, sizeof s.tail});
   if (tl == 0) return;  // cannot happen with the sizes above
   s.head_len = static_cast<std::uint16_t>(hl);
   s.tail_len = static_cast<std::uint8_t>(tl);
@@ -127,7 +144,7 @@ void Engine::tx_commit_ref(Headers& h, const std::uint8_t* payload, std::size_t 
 
 void Engine::own_pending_payloads() noexcept {
   for (std::uint32_t i = 0; i < tx_count_; ++i) {
-    TxSlot& s = tx_[(tx_head_ + i) % options_.tx_ring];
+    TxSlot& s = slot(tx_head_ + i);
     if (s.ref == nullptr) continue;
     std::memcpy(s.payload, s.ref, s.payload_len);
     s.ref = nullptr;
@@ -139,7 +156,7 @@ bool Engine::flush() noexcept {
   while (tx_count_ > 0) {
     const std::uint32_t n = std::min(tx_count_, kBurst);
     for (std::uint32_t i = 0; i < n; ++i) {
-      const TxSlot& s = tx_[(tx_head_ + i) % options_.tx_ring];
+      const TxSlot& s = slot(tx_head_ + i);
       burst_[i] = TxFrame{{s.head, s.head_len}, {s.ref != nullptr ? s.ref : s.payload, s.payload_len}, {s.tail, s.tail_len}};
     }
     const std::size_t taken = link_->transmit({burst_.get(), n});
@@ -148,8 +165,8 @@ bool Engine::flush() noexcept {
       dev_.tx_bytes += burst_[i].size();
       if (pcap_) pcap_->write(burst_[i]);
     }
-    for (std::size_t i = 0; i < taken; ++i) tx_[(tx_head_ + i) % options_.tx_ring].ref = nullptr;
-    tx_head_ = static_cast<std::uint32_t>((tx_head_ + taken) % options_.tx_ring);
+    for (std::size_t i = 0; i < taken; ++i) slot(tx_head_ + i).ref = nullptr;
+    tx_head_ = static_cast<std::uint32_t>((tx_head_ + taken) & (options_.tx_ring - 1));
     tx_count_ -= static_cast<std::uint32_t>(taken);
     if (taken < n) {
       ++dev_.tx_link_full;
@@ -177,7 +194,7 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
     ++dev_.not_for_us;
     return;
   }
-  Packet pkt;
+  Packet& pkt = rx_packet_;
   const ParseError err = parse_packet(frame, pkt);
   if (err == ParseError::kNotIpv4 && handle_arp(frame)) return;
   if (err != ParseError::kOk) {
@@ -215,7 +232,7 @@ Engine::TxSlot* Engine::raw_slot() noexcept {
     ++dev_.tx_ring_full;
     return nullptr;
   }
-  TxSlot& s = tx_[(tx_head_ + tx_count_) % options_.tx_ring];
+  TxSlot& s = slot(tx_head_ + tx_count_);
   s.tail_len = 0;
   s.payload_len = 0;
   s.ref = nullptr;

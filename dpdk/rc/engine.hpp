@@ -14,12 +14,12 @@
 //
 // Payload by reference: a QP whose payload already lies contiguous in
 // registered memory (a WRITE/SEND from one SGE, a READ response) commits the
-// frame with tx_commit_ref() instead of copying it into the slot; the link
-// then copies straight from that memory (one copy fewer per frame). Such a
-// reference is valid only while the device lock is held (a region cannot be
-// deregistered and a work request cannot complete to the user meanwhile), so
-// progress() and kick() copy the payload of every frame still in the ring
-// into its slot before they return.
+// frame with tx_commit() and a pointer to it instead of copying it into the
+// slot; the link then copies straight from that memory (one copy fewer per
+// frame). Such a reference is valid only while the device lock is held (a
+// region cannot be deregistered and a work request cannot complete to the
+// user meanwhile), so progress() and kick() copy the payload of every frame
+// still in the ring into its slot before they return.
 #pragma once
 
 #include <atomic>
@@ -34,6 +34,7 @@
 #include "rc/neighbour_table.hpp"
 #include "rc/types.hpp"
 #include "swkit/id_index.hpp"
+#include "wire/packet_template.hpp"
 #include "wire/pcap_writer.hpp"
 #include "wire/wire.hpp"
 
@@ -50,7 +51,7 @@ struct EngineOptions {
   // completed). Below 2^22.
   std::uint32_t max_read_request_packets = 1u << 20;
   std::uint32_t ack_req_every = 64;      // AckReq at least every this many packets
-  std::uint32_t tx_ring = 256;           // transmit slots
+  std::uint32_t tx_ring = 256;           // transmit slots, a power of two
   std::uint32_t max_qp = 4096;
   std::uint32_t max_neighbours = 4096;   // peer IPv4 addresses resolved by ARP (NeighbourTable)
   std::uint32_t rx_burst = 64;           // frames per Link::poll
@@ -111,11 +112,13 @@ class Engine final : private FrameSink {
   std::uint64_t progress_calls() const noexcept { return progress_calls_.load(std::memory_order_relaxed); }
 
   // Transmit staging for QPs: a payload buffer of path-MTU bytes in the next
-  // free slot (nullptr when the ring is full), then commit with the headers.
+  // free slot (nullptr when the ring is full), then commit the packet built
+  // from the QP's template and `f`, its payload the slot's `payload_len`
+  // bytes, or `payload_len` bytes read from `payload` when that is set (see
+  // "Payload by reference").
   std::uint8_t* tx_payload() noexcept;
-  void tx_commit(Headers& h, std::size_t payload_len) noexcept;
-  // Same, with the payload read from `payload` (see "Payload by reference").
-  void tx_commit_ref(Headers& h, const std::uint8_t* payload, std::size_t payload_len) noexcept;
+  void tx_commit(const PacketTemplate& tmpl, const PacketFields& f, const std::uint8_t* payload,
+                 std::size_t payload_len) noexcept;
   std::uint16_t next_ip_id() noexcept {
     ip_id_ = static_cast<std::uint16_t>(ip_id_ + 1);
     if (ip_id_ == 0) ip_id_ = 1;
@@ -135,6 +138,24 @@ class Engine final : private FrameSink {
     }
     return now_;
   }
+  // Timers. The RC timers run for milliseconds (the ACK timeout is 67 ms by
+  // default), yet a requester in a stream arms one with every ACK and runs
+  // it on every call; reading the precise clock for that cost a tenth of an
+  // 8-byte message (70 TSC cycles, against 15 for the coarse clock). So:
+  // a deadline more than two ticks of CLOCK_MONOTONIC_COARSE (the same clock
+  // as of its last tick) past the coarse time has not passed, and a timer
+  // whose duration is long against a tick is armed from the coarse time
+  // plus two ticks: never early, at most two ticks late. Short timers (RNR
+  // waits, the tests' short ACK timeouts) and anything near its deadline
+  // read the precise clock, as before.
+  bool passed(Clock::time_point deadline) noexcept {
+    if (coarse_slack_ != Clock::duration::zero() && coarse_now() + coarse_slack_ < deadline) return false;
+    return now() >= deadline;
+  }
+  Clock::time_point deadline_after(Clock::duration d) noexcept {
+    if (coarse_slack_ != Clock::duration::zero() && d >= 8 * coarse_slack_) return coarse_now() + coarse_slack_ + d;
+    return now() + d;
+  }
 
  private:
   struct TxSlot {
@@ -148,6 +169,9 @@ class Engine final : private FrameSink {
   };
 
   Engine(std::unique_ptr<Link> link, const EngineOptions& options);
+  // Slot `i` of the transmit ring, counting from anywhere (a power of two:
+  // a mask, where a modulo by a run-time size was a division per frame).
+  TxSlot& slot(std::size_t i) const noexcept { return tx_[i & (options_.tx_ring - 1)]; }
   void on_frame(std::span<const std::uint8_t> frame) noexcept override;
   // An ARP frame: answers a request for our IPv4, hands a reply to the
   // neighbour table, counts a station that claims our address; true when
@@ -177,12 +201,20 @@ class Engine final : private FrameSink {
   std::uint32_t tx_head_ = 0, tx_count_ = 0;  // built, not yet taken by the link
   std::unique_ptr<TxFrame[]> burst_;
 
+  static Clock::time_point coarse_now() noexcept;
+
   std::uint16_t ip_id_ = 0;
   Clock::time_point now_{};
+  Clock::duration coarse_slack_{};  // two ticks of the coarse clock; zero: no coarse clock, always precise
   bool now_fresh_ = false;  // now_ was read in this progress() / kick()
   std::uint64_t check_epoch_ = 1;
   // Written only under mutex_ (a plain load+store, not a locked increment).
   std::atomic<std::uint64_t> progress_calls_{0};
+
+  // The frame on_frame() is decoding: a member, not a local, because a
+  // Packet's default initialisation (zeroing ~150 bytes) cost every frame
+  // more than parsing most of it; parse_packet writes every field.
+  Packet rx_packet_;
 
   std::unique_ptr<PcapWriter> pcap_;
   DeviceCounters dev_;

@@ -58,13 +58,14 @@ Status RcQp::connect(const PeerParams& peer) {
   peer_ = peer;
   mtu_ = std::min(mtu_, peer.mtu);
   const LinkInfo& li = engine_.link_info();
-  tmpl_ = Headers{};
-  tmpl_.src_mac = li.mac;
-  tmpl_.dst_mac = peer.mac;
-  tmpl_.src_ip = li.ipv4;
-  tmpl_.dst_ip = peer.ipv4;
-  tmpl_.src_port = udp_source_port(qpn_, peer.qpn);
-  tmpl_.dest_qp = peer.qpn;
+  Headers fixed;
+  fixed.src_mac = li.mac;
+  fixed.dst_mac = peer.mac;
+  fixed.src_ip = li.ipv4;
+  fixed.dst_ip = peer.ipv4;
+  fixed.src_port = udp_source_port(qpn_, peer.qpn);
+  fixed.dest_qp = peer.qpn;
+  tmpl_.init(fixed);
   // Each side sends from its own PSN and expects the one the peer announced
   // (as perftest and verbs programs exchange them).
   req_psn_ = comp_psn_ = next_psn_ = sent_psn_ = local_psn_;

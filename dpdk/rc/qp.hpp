@@ -151,10 +151,17 @@ class RcQp {
                      std::uint32_t imm, std::uint32_t vendor_err) noexcept;
 
   void enter_error() noexcept;
-  void fill_headers(Headers& h, std::uint8_t opcode, std::uint32_t psn) const noexcept;
-  // Commits a built packet whose payload is in the slot (tx_buffer) or, when
-  // `ref` is set, in registered memory (Engine::tx_commit_ref).
-  bool emit(Headers& h, const std::uint8_t* payload, std::size_t len, const std::uint8_t* ref = nullptr) noexcept;
+  // The fields of a packet with this opcode and PSN (the rest zero).
+  static PacketFields fields(std::uint8_t opcode, std::uint32_t psn) noexcept {
+    PacketFields f;
+    f.opcode = opcode;
+    f.psn = psn & kPsnMask;
+    return f;
+  }
+  // Commits the packet of `f` whose `len` bytes of payload are in the slot
+  // (tx_buffer) or, when `ref` is set, in registered memory
+  // (Engine::tx_commit).
+  void emit(PacketFields& f, std::size_t len, const std::uint8_t* ref = nullptr) noexcept;
   std::uint8_t* tx_buffer() noexcept;
 
   Engine& engine_;
@@ -170,7 +177,7 @@ class RcQp {
   std::uint32_t local_psn_ = 0;
   std::atomic<QpState> state_{QpState::kReset};
   PeerParams peer_;
-  Headers tmpl_;   // addresses and ports, filled at connect
+  PacketTemplate tmpl_;   // addresses and ports, laid out at connect
   RcCounters ctr_;
 
   // send queue
@@ -207,6 +214,7 @@ class RcQp {
   std::uint32_t recv_offset_ = 0;        // bytes of the current SEND placed
   Resource res_[kResources];
   std::uint32_t res_next_ = 0;           // next slot to (re)use: the oldest
+  bool responses_queued_ = false;       // a resource may be pending: transmit_responses walks them
   bool error_after_nak_ = false;
 };
 

@@ -15,25 +15,17 @@ using RoceOp = ::rma::roce::Opcode;
 
 std::uint8_t* RcQp::tx_buffer() noexcept { return engine_.tx_payload(); }
 
-void RcQp::fill_headers(Headers& h, std::uint8_t opcode, std::uint32_t psn) const noexcept {
-  h = tmpl_;
-  h.opcode = opcode;
-  h.psn = psn & kPsnMask;
-}
-
-bool RcQp::emit(Headers& h, const std::uint8_t* /*payload already in the slot*/, std::size_t len,
-                const std::uint8_t* ref) noexcept {
-  h.ip_id = engine_.next_ip_id();
-  engine_.tx_commit_ref(h, ref, len);
+void RcQp::emit(PacketFields& f, std::size_t len, const std::uint8_t* ref) noexcept {
+  f.ip_id = engine_.next_ip_id();
+  engine_.tx_commit(tmpl_, f, ref, len);
   ++ctr_.tx_frames;
-  ctr_.tx_bytes += header_length(h.opcode) + len;
-  return true;
+  ctr_.tx_bytes += header_length(f.opcode) + len;
 }
 
 void RcQp::arm_timer() noexcept {
   if (timer_armed_ || timeout_code_ == 0) return;
   timer_armed_ = true;
-  timer_deadline_ = engine_.now() + ack_timeout(timeout_code_);
+  timer_deadline_ = engine_.deadline_after(ack_timeout(timeout_code_));
 }
 
 bool RcQp::transmit() noexcept {
@@ -79,7 +71,7 @@ bool RcQp::transmit() noexcept {
 bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
   std::uint8_t* buf = tx_buffer();
   if (buf == nullptr) return false;
-  Headers h;
+  PacketFields h;
   const std::uint32_t psn = req_psn_;
   std::size_t len = 0;
   std::uint32_t used = 1;  // PSNs this packet consumes
@@ -98,21 +90,21 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       last = used == left;
       const std::uint64_t off = std::uint64_t{idx} * mtu_;
       const std::uint64_t rest = w.length - std::min<std::uint64_t>(off, w.length);
-      fill_headers(h, static_cast<std::uint8_t>(RoceOp::kReadRequest), psn);
-      h.reth_va = w.remote_addr + off;
-      h.reth_rkey = w.rkey;
-      h.reth_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(rest, std::uint64_t{used} * mtu_));
+      h = fields(static_cast<std::uint8_t>(RoceOp::kReadRequest), psn);
+      h.va = w.remote_addr + off;
+      h.rkey = w.rkey;
+      h.length = static_cast<std::uint32_t>(std::min<std::uint64_t>(rest, std::uint64_t{used} * mtu_));
       break;
     }
     case VerbOp::kAtomicFetchAdd:
     case VerbOp::kAtomicCmpSwap:
-      fill_headers(h, static_cast<std::uint8_t>(w.opcode == VerbOp::kAtomicFetchAdd ? RoceOp::kFetchAdd
-                                                                                    : RoceOp::kCompareSwap),
-                   psn);
-      h.atomic_va = w.remote_addr;
-      h.atomic_rkey = w.rkey;
-      h.atomic_swap_add = w.opcode == VerbOp::kAtomicFetchAdd ? w.compare_add : w.swap;
-      h.atomic_compare = w.opcode == VerbOp::kAtomicFetchAdd ? 0 : w.compare_add;
+      h = fields(static_cast<std::uint8_t>(w.opcode == VerbOp::kAtomicFetchAdd ? RoceOp::kFetchAdd
+                                                                               : RoceOp::kCompareSwap),
+                 psn);
+      h.va = w.remote_addr;
+      h.rkey = w.rkey;
+      h.swap_add = w.opcode == VerbOp::kAtomicFetchAdd ? w.compare_add : w.swap;
+      h.compare = w.opcode == VerbOp::kAtomicFetchAdd ? 0 : w.compare_add;
       break;
     default: {
       const std::uint32_t i = send_pkt_;
@@ -134,11 +126,11 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
              : last        ? (imm ? RoceOp::kSendLastImm : RoceOp::kSendLast)
                            : RoceOp::kSendMiddle;
       }
-      fill_headers(h, static_cast<std::uint8_t>(op), psn);
+      h = fields(static_cast<std::uint8_t>(op), psn);
       if (write && first) {
-        h.reth_va = w.remote_addr;
-        h.reth_rkey = w.rkey;
-        h.reth_length = w.length;
+        h.va = w.remote_addr;
+        h.rkey = w.rkey;
+        h.length = w.length;
       }
       if (imm && last) h.imm = w.imm_data;
       if (last && (w.flags & kWrSolicited) != 0) h.solicited = true;
@@ -174,7 +166,7 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
   const std::uint32_t after = psn_add(psn, used);
   h.ack_req = (last && !packet_follows(w, after)) || ++pkts_since_ackreq_ >= engine_.options().ack_req_every;
   if (h.ack_req) pkts_since_ackreq_ = 0;
-  emit(h, buf, len, ref);
+  emit(h, len, ref);
   if (psn_compare(psn, sent_psn_) < 0) {
     ++ctr_.retransmitted_packets;
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "rc/qp.hpp"
+#include "rc/verb_ops.hpp"
 
 namespace rma::roce::rc {
 
@@ -83,6 +84,7 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
       if (r.pending && psn_compare(psn, r.cur_psn) >= 0) return;
       r.cur_psn = psn;
       r.pending = true;
+      responses_queued_ = true;
       ++ctr_.read_replays;
       return;
     }
@@ -93,6 +95,7 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
     for (Resource& r : res_) {
       if (r.kind == Resource::kAtomic && r.first_psn == psn) {
         r.pending = true;  // answer again with the saved value; never re-execute
+        responses_queued_ = true;
         ++ctr_.atomic_replays;
         return;
       }
@@ -157,10 +160,13 @@ bool RcQp::execute_write(const Packet& pkt, bool first, bool last, bool imm) noe
     // Every packet, not only FIRST: the requester may pause mid-message
     // while the region is deregistered (and its memory freed or unmapped);
     // the rkey of FIRST must still name a live region covering this part.
-    const std::uint32_t ve = check_remote(engine_.keys(), pd_, write_rkey_, write_va_, p, Access::kRemoteWrite);
-    if (ve != kVeNone) {
-      responder_error(kNakRemoteAccessError, ve);
-      return false;
+    // FIRST's own part was checked above with the whole message.
+    if (!first) {
+      const std::uint32_t ve = check_remote(engine_.keys(), pd_, write_rkey_, write_va_, p, Access::kRemoteWrite);
+      if (ve != kVeNone) {
+        responder_error(kNakRemoteAccessError, ve);
+        return false;
+      }
     }
     std::memcpy(reinterpret_cast<void*>(write_va_), pkt.payload.data(), p);
   }
@@ -243,7 +249,7 @@ void RcQp::execute_read(const Packet& pkt) noexcept {
       return;
     }
   }
-  const std::uint32_t n = len == 0 ? 1 : (len + mtu_ - 1) / mtu_;
+  const std::uint32_t n = packets_for(len, mtu_);
   Resource& r = res_[res_next_];
   res_next_ = (res_next_ + 1) % kResources;
   msn_ = psn_add(msn_, 1);
@@ -252,6 +258,7 @@ void RcQp::execute_read(const Packet& pkt) noexcept {
   r.last_psn = psn_add(pkt.h.psn, n - 1);
   r.cur_psn = pkt.h.psn;
   r.pending = true;
+  responses_queued_ = true;
   r.va = pkt.h.reth_va;
   r.len = len;
   r.rkey = pkt.h.reth_rkey;
@@ -293,6 +300,7 @@ void RcQp::execute_atomic(const Packet& pkt) noexcept {
   r.kind = Resource::kAtomic;
   r.first_psn = r.last_psn = r.cur_psn = pkt.h.psn;
   r.pending = true;
+  responses_queued_ = true;
   r.va = va;
   r.len = 8;
   r.rkey = pkt.h.atomic_rkey;
@@ -307,12 +315,11 @@ void RcQp::execute_atomic(const Packet& pkt) noexcept {
 bool RcQp::send_ack(std::uint8_t syndrome, std::uint32_t psn, bool atomic, std::uint64_t orig) noexcept {
   std::uint8_t* buf = tx_buffer();
   if (buf == nullptr) return false;
-  Headers h;
-  fill_headers(h, static_cast<std::uint8_t>(atomic ? RoceOp::kAtomicAcknowledge : RoceOp::kAcknowledge), psn);
-  h.aeth_syndrome = syndrome;
-  h.aeth_msn = msn_;
-  h.atomic_ack_orig = orig;
-  emit(h, buf, 0);
+  PacketFields f = fields(static_cast<std::uint8_t>(atomic ? RoceOp::kAtomicAcknowledge : RoceOp::kAcknowledge), psn);
+  f.syndrome = syndrome;
+  f.msn = msn_;
+  f.orig = orig;
+  emit(f, 0);
   return true;
 }
 
@@ -340,13 +347,12 @@ bool RcQp::send_read_response(Resource& r) noexcept {
     } else {
       op = RoceOp::kReadResponseMiddle;
     }
-    Headers h;
-    fill_headers(h, static_cast<std::uint8_t>(op), r.cur_psn);
-    h.aeth_syndrome = make_syndrome(AckType::kAck, kAckUnlimitedCredits);
-    h.aeth_msn = r.msn;
+    PacketFields f = fields(static_cast<std::uint8_t>(op), r.cur_psn);
+    f.syndrome = make_syndrome(AckType::kAck, kAckUnlimitedCredits);
+    f.msn = r.msn;
     // The region was checked just above, under the device lock: the frame
-    // references it until progress() ends (Engine::tx_commit_ref).
-    emit(h, buf, len, len > 0 ? reinterpret_cast<const std::uint8_t*>(r.va + off) : nullptr);
+    // references it until progress() ends (Engine::tx_commit).
+    emit(f, len, len > 0 ? reinterpret_cast<const std::uint8_t*>(r.va + off) : nullptr);
     if (r.cur_psn == r.last_psn) {
       r.pending = false;
     } else {
@@ -357,7 +363,7 @@ bool RcQp::send_read_response(Resource& r) noexcept {
 }
 
 bool RcQp::transmit_responses() noexcept {
-  if (state() == QpState::kRts || state() == QpState::kRtr) {
+  if (responses_queued_ && (state() == QpState::kRts || state() == QpState::kRtr)) {
     // READ responses and atomic acknowledgements, oldest resource first;
     // ACKs follow them so they never overtake a response on the wire.
     for (std::uint32_t k = 0; k < kResources; ++k) {
@@ -370,6 +376,9 @@ bool RcQp::transmit_responses() noexcept {
         r.pending = false;
       }
     }
+    // Every resource was served (a full ring returned above): an idle call
+    // need not walk the resources again until one is queued.
+    responses_queued_ = false;
   }
   if (nak_pending_) {
     if (!send_ack(nak_syndrome_, nak_psn_, false, 0)) return true;

@@ -1,55 +1,66 @@
 // Private to dpdk/wire: big-endian loads and stores on raw bytes, and the
-// byte offsets of the fixed RoCE v2 header fields. Byte-wise so nothing
-// depends on alignment or host endianness.
+// byte offsets of the fixed RoCE v2 header fields. Nothing depends on
+// alignment or host endianness.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "wire/wire.hpp"
 
 namespace rma::roce::detail {
 
-inline std::uint16_t load_be16(const std::uint8_t* p) noexcept {
-  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+// Each is one unaligned load or store and a byte swap: memcpy says so to the
+// compiler without assuming alignment; the swap is skipped on a big-endian host.
+template <typename T>
+inline T to_big_endian(T v) noexcept {
+  if constexpr (std::endian::native == std::endian::big || sizeof(T) == 1) {
+    return v;
+  } else if constexpr (sizeof(T) == 2) {
+    return static_cast<T>(__builtin_bswap16(v));
+  } else if constexpr (sizeof(T) == 4) {
+    return static_cast<T>(__builtin_bswap32(v));
+  } else {
+    return static_cast<T>(__builtin_bswap64(v));
+  }
 }
+template <typename T>
+[[gnu::always_inline]] inline T load_be(const std::uint8_t* p) noexcept {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return to_big_endian(v);
+}
+template <typename T>
+[[gnu::always_inline]] inline void store_be(std::uint8_t* p, T v) noexcept {
+  v = to_big_endian(v);
+  std::memcpy(p, &v, sizeof v);
+}
+
+inline std::uint16_t load_be16(const std::uint8_t* p) noexcept { return load_be<std::uint16_t>(p); }
 inline std::uint32_t load_be24(const std::uint8_t* p) noexcept {
   return (std::uint32_t{p[0]} << 16) | (std::uint32_t{p[1]} << 8) | p[2];
 }
-inline std::uint32_t load_be32(const std::uint8_t* p) noexcept {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
-}
-inline std::uint64_t load_be64(const std::uint8_t* p) noexcept {
-  return (std::uint64_t{load_be32(p)} << 32) | load_be32(p + 4);
-}
-inline void store_be16(std::uint8_t* p, std::uint16_t v) noexcept {
-  p[0] = static_cast<std::uint8_t>(v >> 8);
-  p[1] = static_cast<std::uint8_t>(v);
-}
+inline std::uint32_t load_be32(const std::uint8_t* p) noexcept { return load_be<std::uint32_t>(p); }
+inline std::uint64_t load_be64(const std::uint8_t* p) noexcept { return load_be<std::uint64_t>(p); }
+inline void store_be16(std::uint8_t* p, std::uint16_t v) noexcept { store_be(p, v); }
 inline void store_be24(std::uint8_t* p, std::uint32_t v) noexcept {
   p[0] = static_cast<std::uint8_t>(v >> 16);
   p[1] = static_cast<std::uint8_t>(v >> 8);
   p[2] = static_cast<std::uint8_t>(v);
 }
-inline void store_be32(std::uint8_t* p, std::uint32_t v) noexcept {
-  p[0] = static_cast<std::uint8_t>(v >> 24);
-  p[1] = static_cast<std::uint8_t>(v >> 16);
-  p[2] = static_cast<std::uint8_t>(v >> 8);
-  p[3] = static_cast<std::uint8_t>(v);
-}
-inline void store_be64(std::uint8_t* p, std::uint64_t v) noexcept {
-  store_be32(p, static_cast<std::uint32_t>(v >> 32));
-  store_be32(p + 4, static_cast<std::uint32_t>(v));
-}
+inline void store_be32(std::uint8_t* p, std::uint32_t v) noexcept { store_be(p, v); }
+inline void store_be64(std::uint8_t* p, std::uint64_t v) noexcept { store_be(p, v); }
 inline void store_le32(std::uint8_t* p, std::uint32_t v) noexcept {
-  p[0] = static_cast<std::uint8_t>(v);
-  p[1] = static_cast<std::uint8_t>(v >> 8);
-  p[2] = static_cast<std::uint8_t>(v >> 16);
-  p[3] = static_cast<std::uint8_t>(v >> 24);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
+  std::memcpy(p, &v, sizeof v);
 }
 inline std::uint32_t load_le32(const std::uint8_t* p) noexcept {
-  return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
-         (std::uint32_t{p[3]} << 24);
+  std::uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
+  return v;
 }
 
 // Frame offsets (Ethernet header first).
@@ -75,13 +86,6 @@ constexpr std::uint8_t kBthFecn = 0x80, kBthBecn = 0x40, kBthAckReqBit = 0x80;
 
 // Longest run of extension headers any RC opcode carries (AtomicETH).
 constexpr std::size_t kMaxExtLen = kAtomicEthLen;
-
-// Bytes of extension headers for a HeaderBits set.
-constexpr std::size_t ext_length(std::uint8_t bits) noexcept {
-  return ((bits & kHasReth) ? kRethLen : 0) + ((bits & kHasAtomicEth) ? kAtomicEthLen : 0) +
-         ((bits & kHasAeth) ? kAethLen : 0) + ((bits & kHasAtomicAckEth) ? kAtomicAckEthLen : 0) +
-         ((bits & kHasImm) ? kImmDtLen : 0);
-}
 
 // Internet checksum of an IPv4 header (20 bytes), with the checksum field
 // taken as is: 0 for a header whose checksum field holds the right value.

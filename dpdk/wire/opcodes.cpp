@@ -1,5 +1,5 @@
-// The RC opcode table (IBA table 38; roce-v2.md 2.3, rxe_opcode.c): which
-// extension headers follow the BTH and whether data may follow them.
+// The RC opcodes' names and the parse errors' names. The opcode table itself
+// (which headers follow the BTH, whether data may) is in wire.hpp.
 #include <array>
 
 #include "wire/byte_order.hpp"
@@ -8,63 +8,39 @@
 namespace rma::roce {
 namespace {
 
-struct OpcodeEntry {
-  std::string_view name;
-  OpcodeTraits traits;
-};
-
-constexpr OpcodeTraits req(std::uint8_t headers, bool payload, bool required = false) {
-  return OpcodeTraits{true, headers, payload, true, required};
-}
-constexpr OpcodeTraits resp(std::uint8_t headers, bool payload, bool required = false) {
-  return OpcodeTraits{true, headers, payload, false, required};
-}
-
-constexpr std::size_t kRcOpcodeCount = 0x15;  // 0x00 .. 0x14
-
-constexpr std::array<OpcodeEntry, kRcOpcodeCount> kTable = {{
-    /* 0x00 */ {"SEND_FIRST", req(0, true, true)},
-    /* 0x01 */ {"SEND_MIDDLE", req(0, true, true)},
-    /* 0x02 */ {"SEND_LAST", req(0, true)},
-    /* 0x03 */ {"SEND_LAST_WITH_IMMEDIATE", req(kHasImm, true)},
-    /* 0x04 */ {"SEND_ONLY", req(0, true)},
-    /* 0x05 */ {"SEND_ONLY_WITH_IMMEDIATE", req(kHasImm, true)},
-    /* 0x06 */ {"RDMA_WRITE_FIRST", req(kHasReth, true, true)},
-    /* 0x07 */ {"RDMA_WRITE_MIDDLE", req(0, true, true)},
-    /* 0x08 */ {"RDMA_WRITE_LAST", req(0, true)},
-    /* 0x09 */ {"RDMA_WRITE_LAST_WITH_IMMEDIATE", req(kHasImm, true)},
-    /* 0x0A */ {"RDMA_WRITE_ONLY", req(kHasReth, true)},
-    /* 0x0B */ {"RDMA_WRITE_ONLY_WITH_IMMEDIATE", req(kHasReth | kHasImm, true)},
-    /* 0x0C */ {"RDMA_READ_REQUEST", req(kHasReth, false)},
-    /* 0x0D */ {"RDMA_READ_RESPONSE_FIRST", resp(kHasAeth, true, true)},
-    /* 0x0E */ {"RDMA_READ_RESPONSE_MIDDLE", resp(0, true, true)},
-    /* 0x0F */ {"RDMA_READ_RESPONSE_LAST", resp(kHasAeth, true)},
-    /* 0x10 */ {"RDMA_READ_RESPONSE_ONLY", resp(kHasAeth, true)},
-    /* 0x11 */ {"ACKNOWLEDGE", resp(kHasAeth, false)},
-    /* 0x12 */ {"ATOMIC_ACKNOWLEDGE", resp(kHasAeth | kHasAtomicAckEth, false)},
-    /* 0x13 */ {"COMPARE_SWAP", req(kHasAtomicEth, false)},
-    /* 0x14 */ {"FETCH_ADD", req(kHasAtomicEth, false)},
+// Names, in the order of detail::kOpcodeTraits (wire.hpp).
+constexpr std::array<std::string_view, detail::kRcOpcodeCount> kNames = {{
+    "SEND_FIRST",
+    "SEND_MIDDLE",
+    "SEND_LAST",
+    "SEND_LAST_WITH_IMMEDIATE",
+    "SEND_ONLY",
+    "SEND_ONLY_WITH_IMMEDIATE",
+    "RDMA_WRITE_FIRST",
+    "RDMA_WRITE_MIDDLE",
+    "RDMA_WRITE_LAST",
+    "RDMA_WRITE_LAST_WITH_IMMEDIATE",
+    "RDMA_WRITE_ONLY",
+    "RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+    "RDMA_READ_REQUEST",
+    "RDMA_READ_RESPONSE_FIRST",
+    "RDMA_READ_RESPONSE_MIDDLE",
+    "RDMA_READ_RESPONSE_LAST",
+    "RDMA_READ_RESPONSE_ONLY",
+    "ACKNOWLEDGE",
+    "ATOMIC_ACKNOWLEDGE",
+    "COMPARE_SWAP",
+    "FETCH_ADD",
 }};
 
 }  // namespace
 
-OpcodeTraits opcode_traits(std::uint8_t opcode) noexcept {
-  if (opcode >= kRcOpcodeCount) return OpcodeTraits{};
-  return kTable[opcode].traits;
-}
-
 std::string_view opcode_name(std::uint8_t opcode) noexcept {
-  if (opcode >= kRcOpcodeCount) return "UNKNOWN";
-  return kTable[opcode].name;
+  if (opcode >= detail::kRcOpcodeCount) return "UNKNOWN";
+  return kNames[opcode];
 }
 
 std::string_view opcode_name(Opcode op) noexcept { return opcode_name(static_cast<std::uint8_t>(op)); }
-
-std::size_t header_length(std::uint8_t opcode) noexcept {
-  const OpcodeTraits t = opcode_traits(opcode);
-  if (!t.valid) return 0;
-  return kOuterHeadersLen + kBthLen + detail::ext_length(t.headers);
-}
 
 std::string_view parse_error_name(ParseError e) noexcept {
   switch (e) {

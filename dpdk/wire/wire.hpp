@@ -75,7 +75,51 @@ struct OpcodeTraits {
   // is malformed (parse_packet: kBadPayload). Implies has_payload.
   bool payload_required = false;
 };
-OpcodeTraits opcode_traits(std::uint8_t opcode) noexcept;
+
+namespace detail {
+// Bytes of extension headers for a HeaderBits set.
+constexpr std::size_t ext_length(std::uint8_t bits) noexcept {
+  return ((bits & kHasReth) ? kRethLen : 0) + ((bits & kHasAtomicEth) ? kAtomicEthLen : 0) +
+         ((bits & kHasAeth) ? kAethLen : 0) + ((bits & kHasAtomicAckEth) ? kAtomicAckEthLen : 0) +
+         ((bits & kHasImm) ? kImmDtLen : 0);
+}
+constexpr OpcodeTraits request_traits(std::uint8_t headers, bool payload, bool required = false) {
+  return OpcodeTraits{true, headers, payload, true, required};
+}
+constexpr OpcodeTraits response_traits(std::uint8_t headers, bool payload, bool required = false) {
+  return OpcodeTraits{true, headers, payload, false, required};
+}
+constexpr std::size_t kRcOpcodeCount = 0x15;  // 0x00 .. 0x14
+// IBA table 38 (roce-v2.md 2.3, rxe_opcode.c), indexed by opcode. Here, not
+// in opcodes.cpp, so that every packet built or parsed looks it up inline.
+inline constexpr std::array<OpcodeTraits, kRcOpcodeCount> kOpcodeTraits = {{
+    /* SEND_FIRST */ request_traits(0, true, true),
+    /* SEND_MIDDLE */ request_traits(0, true, true),
+    /* SEND_LAST */ request_traits(0, true),
+    /* SEND_LAST_WITH_IMMEDIATE */ request_traits(kHasImm, true),
+    /* SEND_ONLY */ request_traits(0, true),
+    /* SEND_ONLY_WITH_IMMEDIATE */ request_traits(kHasImm, true),
+    /* RDMA_WRITE_FIRST */ request_traits(kHasReth, true, true),
+    /* RDMA_WRITE_MIDDLE */ request_traits(0, true, true),
+    /* RDMA_WRITE_LAST */ request_traits(0, true),
+    /* RDMA_WRITE_LAST_WITH_IMMEDIATE */ request_traits(kHasImm, true),
+    /* RDMA_WRITE_ONLY */ request_traits(kHasReth, true),
+    /* RDMA_WRITE_ONLY_WITH_IMMEDIATE */ request_traits(kHasReth | kHasImm, true),
+    /* RDMA_READ_REQUEST */ request_traits(kHasReth, false),
+    /* RDMA_READ_RESPONSE_FIRST */ response_traits(kHasAeth, true, true),
+    /* RDMA_READ_RESPONSE_MIDDLE */ response_traits(0, true, true),
+    /* RDMA_READ_RESPONSE_LAST */ response_traits(kHasAeth, true),
+    /* RDMA_READ_RESPONSE_ONLY */ response_traits(kHasAeth, true),
+    /* ACKNOWLEDGE */ response_traits(kHasAeth, false),
+    /* ATOMIC_ACKNOWLEDGE */ response_traits(kHasAeth | kHasAtomicAckEth, false),
+    /* COMPARE_SWAP */ request_traits(kHasAtomicEth, false),
+    /* FETCH_ADD */ request_traits(kHasAtomicEth, false),
+}};
+}  // namespace detail
+
+inline OpcodeTraits opcode_traits(std::uint8_t opcode) noexcept {
+  return opcode < detail::kRcOpcodeCount ? detail::kOpcodeTraits[opcode] : OpcodeTraits{};
+}
 
 // AETH syndromes (IBA 9.7.5.2.2).
 enum class AckType : std::uint8_t { kAck = 0, kRnrNak = 1, kNak = 3 };
@@ -130,7 +174,10 @@ struct Headers {
 };
 
 // Bytes of Ethernet..last extension header for this opcode (0 if invalid).
-std::size_t header_length(std::uint8_t opcode) noexcept;
+inline std::size_t header_length(std::uint8_t opcode) noexcept {
+  const OpcodeTraits t = opcode_traits(opcode);
+  return t.valid ? kOuterHeadersLen + kBthLen + detail::ext_length(t.headers) : 0;
+}
 
 // Writes the headers of a packet carrying `payload_len` bytes into `head`
 // (which must hold header_length(h.opcode) bytes): lengths, pad count and the

@@ -46,6 +46,21 @@ TEST(SoftRoceDevice, InfoAndMtuFromTheLink) {
   EXPECT_FALSE(open_softroce_device(lone_link(200)).ok());
 }
 
+TEST(SoftRoceDevice, TransmitRingMustBeAPowerOfTwo) {
+  for (std::uint32_t slots : {0u, 3u, 100u, 257u}) {
+    DeviceOptions o;
+    o.tx_ring = slots;
+    auto st = open_softroce_device(lone_link(1514), o).status();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << slots;
+    EXPECT_NE(st.message().find("power of two"), std::string::npos) << st.message();
+  }
+  for (std::uint32_t slots : {1u, 32u, 512u}) {
+    DeviceOptions o;
+    o.tx_ring = slots;
+    EXPECT_TRUE(open_softroce_device(lone_link(1514), o).ok()) << slots;
+  }
+}
+
 TEST(SoftRoceDevice, EndpointAddressRoundTripAndValidation) {
   EndpointFields f;
   f.mac = {2, 0, 0, 0, 0, 9};

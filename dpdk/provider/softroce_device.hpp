@@ -35,7 +35,7 @@ namespace rma::softroce {
 struct DeviceOptions {
   std::string name = "softroce0";
   std::uint32_t path_mtu = 0;            // 0: the largest IB MTU (<= 4096) the link carries
-  std::uint32_t max_unacked_psns = 128;  // requester window
+  std::uint32_t max_unacked_psns = 512;  // requester window (EngineOptions says why)
   std::uint32_t max_read_request_packets = 1u << 20;  // longer READs are split (EngineOptions)
   std::uint32_t ack_req_every = 64;      // AckReq at least every this many packets
   std::uint32_t tx_ring = 256;           // transmit slots, a power of two

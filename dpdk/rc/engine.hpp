@@ -44,7 +44,10 @@ class RcQp;
 
 struct EngineOptions {
   std::uint32_t path_mtu = 4096;         // device path MTU (already resolved against the link)
-  std::uint32_t max_unacked_psns = 128;  // requester stalls with this many PSNs unacknowledged
+  // The requester stalls with this many PSNs unacknowledged. 512 (2 MiB
+  // of 4 KiB packets): with 128, a 64 KiB WRITE stream over memif waited
+  // for ACKs (2.3 against 3.0 GB/s, pinned pairs).
+  std::uint32_t max_unacked_psns = 512;
   // A READ longer than this many packets goes out as several READ requests,
   // one after the other is answered, so no request spans half the 24-bit
   // PSN space (a 2^31-byte READ at MTU 256 is 2^23 packets: it never

@@ -186,7 +186,9 @@ TEST(Hardening, ReadIntoUnmappedLocalBufferIsALocalProtectionError) {
 // window holds the rest back) stops at the first packet it can no longer
 // read: a local protection error, not a crash.
 TEST(Hardening, WriteFromSourceUnmappedMidMessageIsALocalProtectionError) {
-  auto pair = Pair::make(default_options());
+  PairOptions o = default_options();
+  o.dev.max_unacked_psns = 128;
+  auto pair = Pair::make(o);
   ASSERT_TRUE(pair);
   constexpr std::size_t kLen = 1u << 20;  // 256 packets at MTU 4096; the window is 128
   Buffer remote = make_buffer(*pair->b.pd, kLen);

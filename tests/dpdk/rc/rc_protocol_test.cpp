@@ -226,6 +226,7 @@ TEST_F(RcProtocol, AckIsOnTheLinkWhenTheWriteIsVisible) {
 TEST_F(RcProtocol, WindowEdgeAsksForAnAck) {
   PairOptions o = default_options();
   o.dev.path_mtu = 256;
+  o.dev.max_unacked_psns = 128;
   open(o);
   std::vector<bool> ack_req;
   pair_->a.link->set_drop_filter([&](std::uint64_t, std::span<const std::uint8_t> head) {
@@ -247,6 +248,7 @@ TEST_F(RcProtocol, WindowEdgeAsksForAnAck) {
 TEST_F(RcProtocol, RequesterStopsAt128UnackedPsns) {
   PairOptions o = default_options();
   o.dev.path_mtu = 256;
+  o.dev.max_unacked_psns = 128;  // the default is 512; any window is kept to
   open(o);
   Sge s = src_.sge(0, 256 * 1000);
   WorkRequest w = wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(0), dst_.rkey(), 1);

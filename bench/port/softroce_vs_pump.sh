@@ -11,11 +11,14 @@
 # WRITE latency against the raw link's half round trip (rma_frame_pump
 # --pingpong with 8 B frames of payload, the same memif link).
 #
-#   bench/port/softroce_vs_pump.sh [-b BUILD_DIR] [-s "SIZES"] [-n ITERS] [-c PUMP_FRAMES] [-r REPEATS]
-#                                  [-q QPS] [-l POST_LIST] [-P]
+#   bench/port/softroce_vs_pump.sh [-b BUILD_DIR] [-s "SIZES"] [-D SECONDS | -n ITERS] [-c PUMP_FRAMES]
+#                                  [-r REPEATS] [-q QPS] [-l POST_LIST] [-P]
 #
 # BUILD_DIR defaults to build/release (build rma_write_bw rma_read_bw
-# rma_write_lat rma_frame_pump there first). Each measurement is repeated
+# rma_write_lat rma_frame_pump there first). The bw tools run for SECONDS
+# each (perftest's -D, default 2: a fixed count of 8 B messages was over in
+# 40 ms, and single runs swung by a third); -n gives them a message count
+# instead. Each measurement is repeated
 # REPEATS times (default 3) and the median is reported: runs on a shared
 # 2-vCPU machine vary a lot. -q and -l go to rma_write_bw / rma_read_bw as
 # perftest's -q (QPs) and -l (post list; CQ moderation becomes its size).
@@ -27,22 +30,24 @@ set -euo pipefail
 build=build/release
 sizes="8 64 512 4096 65536 1048576"
 iters=""
+secs=2
 pump_frames=""
 repeats=3
 qps=1
 post_list=1
 pin=0
-while getopts "b:s:n:c:r:q:l:Ph" opt; do
+while getopts "b:s:D:n:c:r:q:l:Ph" opt; do
   case "$opt" in
     b) build="$OPTARG" ;;
     s) sizes="$OPTARG" ;;
+    D) secs="$OPTARG" ;;
     n) iters="$OPTARG" ;;
     c) pump_frames="$OPTARG" ;;
     r) repeats="$OPTARG" ;;
     q) qps="$OPTARG" ;;
     l) post_list="$OPTARG" ;;
     P) pin=1 ;;
-    *) sed -n '2,25p' "$0"; exit 2 ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
   esac
 done
 bw_opts=(-q "$qps" -l "$post_list")
@@ -74,26 +79,18 @@ perftest() { perftest_pair "$bin" "$@"; }
 # "MiB/s Mpps" of a bandwidth run's result line.
 bw_of() { awk -v s="$1" '$1 == s && NF >= 5 {print $4, $5}' ; }
 
-iters_for() {  # enough messages to run ~0.5 s or more, at most 100k
-  local s="$1"
-  if [[ -n "$iters" ]]; then echo "$iters"; return; fi
-  local n=$(( 2000000000 / (s + 20000) ))
-  (( n > 100000 )) && n=100000
-  (( n < 200 )) && n=200
-  echo "$n"
-}
 
 declare -A wbw wmr rbw rmr pgb pmf
 for s in $sizes; do
-  n="$(iters_for "$s")"
+  if [[ -n "$iters" ]]; then run=(-n "$iters"); else run=(-D "$secs"); fi
   frame_payload=$(( s < 4096 ? s : 4096 ))
   frames="${pump_frames:-$(( 2000000000 / (frame_payload + 2000) ))}"
   (( frames > 2000000 )) && frames=2000000
   : >"$tmp/w"; : >"$tmp/wm"; : >"$tmp/r"; : >"$tmp/rm"; : >"$tmp/p"; : >"$tmp/pm"
   for ((k = 0; k < repeats; ++k)); do
-    perftest rma_write_bw -s "$s" -n "$n" -m 4096 "${bw_opts[@]}" | bw_of "$s" >"$tmp/line"
+    perftest rma_write_bw -s "$s" "${run[@]}" -m 4096 "${bw_opts[@]}" | bw_of "$s" >"$tmp/line"
     read -r bw mr <"$tmp/line"; echo "$bw" >>"$tmp/w"; echo "$mr" >>"$tmp/wm"
-    perftest rma_read_bw -s "$s" -n "$n" -m 4096 "${bw_opts[@]}" | bw_of "$s" >"$tmp/line"
+    perftest rma_read_bw -s "$s" "${run[@]}" -m 4096 "${bw_opts[@]}" | bw_of "$s" >"$tmp/line"
     read -r bw mr <"$tmp/line"; echo "$bw" >>"$tmp/r"; echo "$mr" >>"$tmp/rm"
     "$pump" --size "$frame_payload" --count "$frames" "${pump_pin[@]}" >"$tmp/pump.log" 2>&1 || { cat "$tmp/pump.log" >&2; exit 1; }
     # "rx payload P B frame F B: a/b frames in T s: X Mframes/s, payload Y GB/s, ..."

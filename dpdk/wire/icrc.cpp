@@ -27,7 +27,12 @@ namespace {
 // CPU has AVX (and only there can ISA-L have dirtied anything).
 #if defined(__x86_64__)
 [[gnu::target("avx")]] void clear_upper_vector_state() noexcept { __builtin_ia32_vzeroupper(); }
-const bool kHaveAvx = __builtin_cpu_supports("avx");
+// A static initializer may run before libgcc's own constructor has filled
+// in the CPU model: __builtin_cpu_init first.
+const bool kHaveAvx = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx") != 0;
+}();
 #endif
 }  // namespace
 

@@ -17,7 +17,7 @@ namespace rma::roce::port {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-[[gnu::tls_model("initial-exec")]] thread_local int MemifGate::t_depth_ = 0;
+thread_local int MemifGate::t_depth_ = 0;
 
 MemifGate& MemifGate::instance() {
   static auto* g = new MemifGate;  // lives as long as the EAL (never torn down)

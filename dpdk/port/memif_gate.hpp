@@ -86,9 +86,7 @@ class MemifGate {
   std::atomic<int> users_{0};
   std::atomic<int> closed_{1};   // 1: the interrupt thread may run handlers; no burst may start
   std::atomic<int> inside_{0};   // bursts in progress
-  // This thread's nesting of enter(). Initial-exec: read on every burst, and
-  // the default model in a shared library calls __tls_get_addr for it.
-  [[gnu::tls_model("initial-exec")]] static thread_local int t_depth_;
+  static thread_local int t_depth_;  // this thread's nesting of enter()
   std::atomic<std::uint64_t> parks_{0};
   std::mutex park_mutex_;
   std::condition_variable park_cv_;

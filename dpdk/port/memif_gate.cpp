@@ -83,10 +83,22 @@ void MemifGate::park() noexcept {
     park_cv_.wait_for(lock, kParkInterval, [this] { return kicked_; });
     kicked_ = false;
   }
-  closed_.store(1, std::memory_order_seq_cst);
-  for (unsigned spins = 0; inside_.load(std::memory_order_seq_cst) != 0; ++spins) {
-    if (spins < 1000) rte_pause();
-    else std::this_thread::sleep_for(20us);
+  // Close, and keep it closed only if no burst is inside. A burst that is
+  // inside is short while its thread runs, so wait for it briefly; if it
+  // does not leave, its thread is not running (this thread, on the same
+  // CPU, may have preempted it) and waiting would keep every burst of the
+  // process out until the scheduler comes back to it: tens of microseconds
+  // per park, in which a busy-polling program receives nothing and sends
+  // nothing (a third of a stream's post lists found the link "full"). So
+  // reopen, let it run, and try again shortly.
+  for (;;) {
+    closed_.store(1, std::memory_order_seq_cst);
+    for (unsigned spins = 0; spins < kCloseSpins; ++spins) {
+      if (inside_.load(std::memory_order_seq_cst) == 0) return;
+      rte_pause();
+    }
+    closed_.store(0, std::memory_order_seq_cst);
+    std::this_thread::sleep_for(kRetryInterval);
   }
 }
 

@@ -14,11 +14,15 @@
 // How: an always-readable eventfd registered as an EAL interrupt source makes
 // the interrupt thread call park() on every pass of its event loop. park()
 // opens the gate (bursts allowed), sleeps kParkInterval, closes the gate and
-// waits until every burst in progress has left, then returns, and only then
-// does the interrupt thread go on to the other handlers (memif's among them)
-// before it comes back to park(). So every interrupt handler runs with the
-// gate closed and no burst inside. A burst that finds the gate closed does
-// not wait: poll() delivers nothing and transmit() takes nothing that round.
+// returns once no burst is inside, and only then does the interrupt thread
+// go on to the other handlers (memif's among them) before it comes back to
+// park(). So every interrupt handler runs with the gate closed and no burst
+// inside. A burst that finds the gate closed does not wait: poll() delivers
+// nothing and transmit() takes nothing that round. So the gate is closed
+// only briefly: when a burst is still inside after kCloseSpins pauses (its
+// thread preempted, often by this one on a shared CPU), park() reopens the
+// gate, sleeps kRetryInterval and tries again, rather than shutting every
+// burst out until the scheduler returns to that thread.
 // The gate is a Dekker pair of sequentially consistent atomics (the burst
 // side: increment `inside_`, then read `closed_`; the park side: set
 // `closed_`, then read `inside_`), about two atomic operations per poll or
@@ -73,6 +77,8 @@ class MemifGate {
 
  private:
   static constexpr auto kParkInterval = std::chrono::milliseconds(1);
+  static constexpr unsigned kCloseSpins = 32;  // pauses (about a microsecond) a closing park() waits for a burst to leave
+  static constexpr auto kRetryInterval = std::chrono::microseconds(20);
 
   void arm() noexcept;
   void kick() noexcept;

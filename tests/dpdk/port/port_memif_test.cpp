@@ -4,9 +4,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
+#include "port/memif_gate.hpp"
 #include "port/port.hpp"
 #include "port/port_link.hpp"
 #include "spawn.hpp"
@@ -281,4 +284,54 @@ TEST(PortMemif, ServerWithoutClientTimesOut) {
   EXPECT_NE(r.status().message().find("no client connected"), std::string::npos) << r.status().to_string();
   EXPECT_EQ(dpdk_object_counts().mempools, before.mempools);
   EXPECT_EQ(dpdk_object_counts().ports, before.ports);
+}
+
+// A thread that stays inside the memif gate (here: for 300 ms; in a program,
+// a burst whose thread the scheduler preempted) must not keep every other
+// burst of the process out meanwhile: the interrupt thread's park() reopens
+// the gate when a burst does not leave within a microsecond or so, and tries
+// again later. It used to close the gate and wait, which on a shared CPU
+// shut out every burst for tens of microseconds per park (a third of a
+// stream's post lists found the link "full"), and here for the whole 300 ms.
+// Meanwhile the interrupt thread keeps parking (its handlers still run once
+// nobody is inside).
+TEST(MemifGate, ABurstThatStaysInsideDoesNotShutOthersOut) {
+  MemifGate& gate = MemifGate::instance();
+  ASSERT_TRUE(gate.add_user().ok());
+  std::atomic<bool> holding{false}, release{false};
+  std::thread holder([&] {
+    while (!gate.enter()) std::this_thread::sleep_for(50us);
+    holding = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+    gate.leave();
+  });
+  while (!holding) std::this_thread::sleep_for(1ms);
+  // Another thread's bursts, for 300 ms: the longest stretch of refusals.
+  auto longest = Clock::duration::zero();
+  std::uint64_t admitted = 0;
+  std::optional<Clock::time_point> refused_since;
+  const auto end = Clock::now() + 300ms;
+  for (auto now = Clock::now(); now < end; now = Clock::now()) {
+    if (gate.enter()) {
+      gate.leave();
+      ++admitted;
+      if (refused_since) longest = std::max(longest, now - *refused_since);
+      refused_since.reset();
+    } else if (!refused_since) {
+      refused_since = now;
+    }
+  }
+  if (refused_since) longest = std::max(longest, Clock::now() - *refused_since);
+  release = true;
+  holder.join();
+  // Once the holder has left, the interrupt thread gets its turn again.
+  const std::uint64_t parks = gate.parks();
+  const auto deadline = Clock::now() + 5s;
+  while (gate.parks() < parks + 2 && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  gate.remove_user();
+  EXPECT_GT(admitted, 0u);
+  EXPECT_LT(longest, 50ms) << "bursts were refused for "
+                           << std::chrono::duration_cast<std::chrono::microseconds>(longest).count()
+                           << " us in a row while another thread stayed inside the gate";
+  EXPECT_GE(gate.parks(), parks + 2) << "the interrupt thread stopped parking after the holder left";
 }

@@ -90,16 +90,22 @@ void MemifGate::park() noexcept {
   // process out until the scheduler comes back to it: tens of microseconds
   // per park, in which a busy-polling program receives nothing and sends
   // nothing (a third of a stream's post lists found the link "full"). So
-  // reopen, let it run, and try again shortly.
+  // reopen, let it run, and try again shortly. Bursts that are inside at
+  // every try for kReopenBudget (threads that leave and re-enter at once,
+  // or one that does not run) would hold the handlers back for good: then
+  // the gate stays closed until they have left.
+  const auto give_up = Clock::now() + kReopenBudget;
   for (;;) {
     closed_.store(1, std::memory_order_seq_cst);
     for (unsigned spins = 0; spins < kCloseSpins; ++spins) {
       if (inside_.load(std::memory_order_seq_cst) == 0) return;
       rte_pause();
     }
+    if (Clock::now() >= give_up) break;
     closed_.store(0, std::memory_order_seq_cst);
     std::this_thread::sleep_for(kRetryInterval);
   }
+  while (inside_.load(std::memory_order_seq_cst) != 0) std::this_thread::sleep_for(kRetryInterval);
 }
 
 }  // namespace rma::roce::port

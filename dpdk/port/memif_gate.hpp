@@ -22,7 +22,9 @@
 // only briefly: when a burst is still inside after kCloseSpins pauses (its
 // thread preempted, often by this one on a shared CPU), park() reopens the
 // gate, sleeps kRetryInterval and tries again, rather than shutting every
-// burst out until the scheduler returns to that thread.
+// burst out until the scheduler returns to that thread; only after
+// kReopenBudget of failed tries does it keep the gate closed and wait, so
+// bursts that never leave all at once cannot hold the handlers back.
 // The gate is a Dekker pair of sequentially consistent atomics (the burst
 // side: increment `inside_`, then read `closed_`; the park side: set
 // `closed_`, then read `inside_`), about two atomic operations per poll or
@@ -79,6 +81,9 @@ class MemifGate {
   static constexpr auto kParkInterval = std::chrono::milliseconds(1);
   static constexpr unsigned kCloseSpins = 32;  // pauses (about a microsecond) a closing park() waits for a burst to leave
   static constexpr auto kRetryInterval = std::chrono::microseconds(20);
+  // After this long of reopening, park() keeps the gate closed until the
+  // bursts inside have left, so the handlers always get their turn.
+  static constexpr auto kReopenBudget = std::chrono::milliseconds(250);
 
   void arm() noexcept;
   void kick() noexcept;

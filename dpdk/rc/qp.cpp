@@ -92,8 +92,9 @@ PostResult RcQp::post(std::span<const WorkRequest> wrs) noexcept {
     // Local protection is checked now; a failure completes this request
     // with LOC_PROT_ERR once everything before it has completed.
     const bool writes_local = w.opcode == VerbOp::kRdmaRead || is_atomic(w.opcode);
-    w.vendor_err = check_local_sgl(engine_.keys(), pd_, sq_.sgl(seq), w.length,
-                                   writes_local ? Access::kLocalWrite : Access::kNone);
+    swkit::KeysLockHeld held;  // the caller holds the engine's mutex, which guards its keys
+    w.vendor_err = lkeys_.check(engine_.keys(), held, pd_, sq_.sgl(seq), w.length,
+                                writes_local ? Access::kLocalWrite : Access::kNone);
     if (w.vendor_err == kVeNone) w.checked_epoch = engine_.check_epoch();
   });
   check_head_local_error();

@@ -35,6 +35,7 @@
 
 #include "rc/engine.hpp"
 #include "rc/types.hpp"
+#include "swkit/lkey_cache.hpp"
 
 namespace rma::roce::rc {
 
@@ -154,9 +155,17 @@ class RcQp {
   // The fields of a packet with this opcode and PSN (the rest zero).
   static PacketFields fields(std::uint8_t opcode, std::uint32_t psn) noexcept {
     PacketFields f;
+    set_op(f, opcode, psn);
+    return f;
+  }
+  // The same into fields still as constructed: the requester fills its
+  // header in place, because `h = fields(...)` built a copy on the stack and
+  // read it back 16 bytes at a time across a 4-byte store just made, a
+  // store-forwarding stall that was two fifths of send_request_packet
+  // (perf annotate, 8-byte WRITEs).
+  static void set_op(PacketFields& f, std::uint8_t opcode, std::uint32_t psn) noexcept {
     f.opcode = opcode;
     f.psn = psn & kPsnMask;
-    return f;
   }
   // Commits the packet of `f` whose `len` bytes of payload are in the slot
   // (tx_buffer) or, when `ref` is set, in registered memory
@@ -182,6 +191,7 @@ class RcQp {
 
   // send queue
   swkit::WorkQueue<SendWqe> sq_;
+  swkit::LkeyCache lkeys_;               // post()'s local key checks (under the engine's mutex)
   std::uint64_t sq_send_ = 0, sq_assigned_ = 0, sq_comp_ = 0;
   std::uint32_t send_pkt_ = 0;           // packet index within sq_send_
   std::uint32_t req_psn_ = 0, comp_psn_ = 0, next_psn_ = 0;

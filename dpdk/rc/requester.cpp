@@ -90,7 +90,7 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
       last = used == left;
       const std::uint64_t off = std::uint64_t{idx} * mtu_;
       const std::uint64_t rest = w.length - std::min<std::uint64_t>(off, w.length);
-      h = fields(static_cast<std::uint8_t>(RoceOp::kReadRequest), psn);
+      set_op(h, static_cast<std::uint8_t>(RoceOp::kReadRequest), psn);
       h.va = w.remote_addr + off;
       h.rkey = w.rkey;
       h.length = static_cast<std::uint32_t>(std::min<std::uint64_t>(rest, std::uint64_t{used} * mtu_));
@@ -98,9 +98,9 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
     }
     case VerbOp::kAtomicFetchAdd:
     case VerbOp::kAtomicCmpSwap:
-      h = fields(static_cast<std::uint8_t>(w.opcode == VerbOp::kAtomicFetchAdd ? RoceOp::kFetchAdd
-                                                                               : RoceOp::kCompareSwap),
-                 psn);
+      set_op(h,
+             static_cast<std::uint8_t>(w.opcode == VerbOp::kAtomicFetchAdd ? RoceOp::kFetchAdd : RoceOp::kCompareSwap),
+             psn);
       h.va = w.remote_addr;
       h.rkey = w.rkey;
       h.swap_add = w.opcode == VerbOp::kAtomicFetchAdd ? w.compare_add : w.swap;
@@ -126,7 +126,7 @@ bool RcQp::send_request_packet(std::uint64_t seq, SendWqe& w) noexcept {
              : last        ? (imm ? RoceOp::kSendLastImm : RoceOp::kSendLast)
                            : RoceOp::kSendMiddle;
       }
-      h = fields(static_cast<std::uint8_t>(op), psn);
+      set_op(h, static_cast<std::uint8_t>(op), psn);
       if (write && first) {
         h.va = w.remote_addr;
         h.rkey = w.rkey;

@@ -25,6 +25,13 @@
 
 namespace rma::swkit {
 
+// The lock argument of LkeyCache::check for a caller that already holds the
+// lock guarding the key table (softroce posts under its engine's mutex).
+struct KeysLockHeld {
+  void lock() noexcept {}
+  void unlock() noexcept {}
+};
+
 class LkeyCache {
  public:
   // The cached answer for one SGE that carries bytes, when the cache has

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "rma/sdk/copy_bytes.hpp"
 #include "shm/cma.hpp"
-#include "shm/copy.hpp"
 #include "shm/mapped_regions.hpp"
 #include "shm/queue_pair.hpp"
 #include "shm/region_table.hpp"

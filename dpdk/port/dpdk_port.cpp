@@ -16,6 +16,7 @@
 #include "port/memif_gate.hpp"
 #include "port/mesh_port.hpp"
 #include "port/port.hpp"
+#include "rma/sdk/copy_bytes.hpp"
 #include "rma/sdk/log.hpp"
 
 namespace rma::roce {
@@ -81,9 +82,9 @@ std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
       }
       rte_mbuf* m = mbufs_[built];
       auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
-      if (!f.head.empty()) std::memcpy(p, f.head.data(), f.head.size());
-      if (!f.payload.empty()) std::memcpy(p + f.head.size(), f.payload.data(), f.payload.size());
-      if (!f.tail.empty()) std::memcpy(p + f.head.size() + f.payload.size(), f.tail.data(), f.tail.size());
+      copy_bytes(p, f.head.data(), f.head.size());
+      copy_bytes(p + f.head.size(), f.payload.data(), f.payload.size());
+      copy_bytes(p + f.head.size() + f.payload.size(), f.tail.data(), f.tail.size());
       m->data_len = static_cast<std::uint16_t>(len);
       m->pkt_len = static_cast<std::uint32_t>(len);
       index_[built] = static_cast<std::uint16_t>(i);

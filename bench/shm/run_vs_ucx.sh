@@ -13,9 +13,9 @@
 #   rma_read_bw    ~ ucp_get      (bandwidth MiB/s, message rate M/s)
 #   rma_atomic_bw  ~ ucp_fadd     (message rate M/s; 8 B)
 #   rma_write_lat  ~ ucp_put_lat  (half round trip, median us)
-#   rma_read_lat   ~ ucp_get      (median us: one READ at a time against UCX's
-#                                   median time per get)
-#   rma_atomic_lat ~ ucp_fadd     (median us, likewise)
+#   rma_read_lat   ~ ucp_get -O 1 (median us: one READ at a time against UCX's
+#                                   median time per get with one in flight)
+#   rma_atomic_lat ~ ucp_fadd -O 1 (median us, likewise)
 # Needs ucx_perftest (Debian ucx-utils). It asks CMake for the six tools
 # (cmake --build BUILD --target ...) and builds nothing else. Every process
 # runs under `timeout`; the load average is printed before and after.
@@ -54,8 +54,9 @@ iters() {  # test size -> iterations
 }
 
 # Runs "server; client" with a fresh port; prints the client's output.
-pair() {  # kind size iters
+pair() {  # kind size iters [extra ucx_perftest arguments]
   local kind="$1" size="$2" n="$3" out="$tmp/out"
+  local ucx_extra=("${@:4}")
   port=$((port + 1))
   local srv=() cli=()
   case "$kind" in
@@ -66,7 +67,7 @@ pair() {  # kind size iters
       cli=("$bin/$kind" --transport=shm -p "$port" -F -s "$size" -n "$n" "${extra[@]}" 127.0.0.1) ;;
     ucp_*)
       srv=(env UCX_TLS=posix ucx_perftest -p "$port")
-      cli=(env UCX_TLS=posix ucx_perftest 127.0.0.1 -p "$port" -t "$kind" -s "$size" -n "$n" -w 1000 -f) ;;
+      cli=(env UCX_TLS=posix ucx_perftest 127.0.0.1 -p "$port" -t "$kind" -s "$size" -n "$n" -w 1000 -f "${ucx_extra[@]}") ;;
   esac
   timeout 120 "${srv[@]}" >"$tmp/srv" 2>&1 &
   local spid=$!
@@ -99,7 +100,11 @@ for ((r = 1; r <= rounds; r++)); do
         write_lat) ucx=ucp_put_lat ;; read_lat) ucx=ucp_get ;; atomic_lat) ucx=ucp_fadd ;;
       esac
       ours=$(pair "rma_$t" "$s" "$n")
-      theirs=$(pair "$ucx" "$s" "$n" | ucx_line)
+      # The latency rows: UCX's stream test with one operation in flight,
+      # its time per operation being a round trip as ours is.
+      extra=()
+      [[ "$t" == read_lat || "$t" == atomic_lat ]] && extra=(-O 1)
+      theirs=$(pair "$ucx" "$s" "$n" "${extra[@]}" | ucx_line)
       if [[ "$t" == *_bw ]]; then
         read -r bw rate <<<"$(ours_bw "$s" <<<"$ours")"
         record "$t $s bw ours" "${bw:-nan}"; record "$t $s rate ours" "${rate:-nan}"

@@ -31,7 +31,7 @@ while getopts "b:r:s:t:h" opt; do
     r) rounds="$OPTARG" ;;
     s) sizes="$OPTARG" ;;
     t) tests="$OPTARG" ;;
-    h) sed -n '2,24p' "$0"; exit 0 ;;
+    h) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "run_vs_ucx.sh: see -h" >&2; exit 2 ;;
   esac
 done

@@ -15,35 +15,32 @@
 
 namespace rma {
 
+namespace detail {
+// n bytes, W <= n <= 2W: the first W and the last W (they overlap), both
+// loaded before either is stored.
+template <std::size_t W>
+[[gnu::always_inline]] inline void copy_ends(unsigned char* d, const unsigned char* s, std::size_t n) noexcept {
+  unsigned char head[W], tail[W];
+  std::memcpy(head, s, W);
+  std::memcpy(tail, s + n - W, W);
+  std::memcpy(d, head, W);
+  std::memcpy(d + n - W, tail, W);
+}
+}  // namespace detail
+
 [[gnu::always_inline]] inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
   if (n > 64) {
     std::memcpy(d, s, n);
   } else if (n >= 32) {
-    unsigned char head[32], tail[32];
-    std::memcpy(head, s, 32);
-    std::memcpy(tail, s + n - 32, 32);
-    std::memcpy(d, head, 32);
-    std::memcpy(d + n - 32, tail, 32);
+    detail::copy_ends<32>(d, s, n);
   } else if (n >= 16) {
-    unsigned char head[16], tail[16];
-    std::memcpy(head, s, 16);
-    std::memcpy(tail, s + n - 16, 16);
-    std::memcpy(d, head, 16);
-    std::memcpy(d + n - 16, tail, 16);
+    detail::copy_ends<16>(d, s, n);
   } else if (n >= 8) {
-    std::uint64_t head, tail;
-    std::memcpy(&head, s, 8);
-    std::memcpy(&tail, s + n - 8, 8);
-    std::memcpy(d, &head, 8);
-    std::memcpy(d + n - 8, &tail, 8);
+    detail::copy_ends<8>(d, s, n);
   } else if (n >= 4) {
-    std::uint32_t head, tail;
-    std::memcpy(&head, s, 4);
-    std::memcpy(&tail, s + n - 4, 4);
-    std::memcpy(d, &head, 4);
-    std::memcpy(d + n - 4, &tail, 4);
+    detail::copy_ends<4>(d, s, n);
   } else if (n != 0) {
     // 1..3 bytes: the first, the last and the middle one (which is one of
     // the two when n < 3).

@@ -72,7 +72,7 @@ inline std::uint32_t CqImpl::take(Ring& r, std::span<Completion> out) noexcept {
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(out.size(), have));
   for (std::uint32_t i = 0; i < n; ++i) {
     const Entry& e = r.slots[r.head];
-    out[i] = e.e.wc;
+    copy_words(out[i], e.e.wc);
     // The slot this completion covers (and every unsignaled one before it)
     // can take a new request.
     if (e.queue != nullptr) e.queue->retire(e.e.seq);

@@ -35,7 +35,10 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -91,14 +94,12 @@ class CqImpl final : public CompletionQueue {
     std::uint32_t at = owner_.head + n;
     if (at >= depth_) at -= depth_;
     Entry& e = owner_.slots[at];
-    e.e.wc.wr_id = wr_id;
-    e.e.wc.status = WcStatus::kSuccess;
-    e.e.wc.opcode = opcode;
-    e.e.wc.has_imm = false;
-    e.e.wc.byte_len = byte_len;
-    e.e.wc.qp_num = qpn;
-    e.e.wc.imm_data = 0;
-    e.e.wc.vendor_err = 0;
+    // As four words (store_words says why): wr_id; status, opcode, has_imm
+    // and byte_len; qp_num and imm_data; vendor_err.
+    store_words(e.e.wc, wr_id,
+                static_cast<std::uint64_t>(WcStatus::kSuccess) | static_cast<std::uint64_t>(opcode) << 8 |
+                    static_cast<std::uint64_t>(byte_len) << 32,
+                qpn, 0);
     e.e.send_queue = true;
     e.e.seq = seq;
     e.queue = queue;
@@ -136,6 +137,44 @@ class CqImpl final : public CompletionQueue {
     swkit::CqEntry e;
     swkit::WorkQueueStorage* queue;
   };
+  // A completion written and read as four 8-byte words, in general-purpose
+  // registers. The poll right after a post reads the entry the post just
+  // wrote, whose stores may still wait in the store buffer: a load can take
+  // its bytes from there only when one store holds all of them. Written
+  // field by field and read with two 16-byte vector loads (what a copy of
+  // the struct compiles to), every poll waited for the stores to reach the
+  // cache: 40 % of CqImpl::poll's samples in an 8 B READ loop, and poll 19 %
+  // of the loop's (10 % with words). The empty asm keeps each word in a
+  // register, so the compiler does not merge the loads or stores into
+  // vector ones again.
+  static_assert(sizeof(Completion) == 32 && offsetof(Completion, status) == 8 && offsetof(Completion, opcode) == 9 &&
+                    offsetof(Completion, has_imm) == 10 && offsetof(Completion, byte_len) == 12 &&
+                    offsetof(Completion, qp_num) == 16 && offsetof(Completion, imm_data) == 20 &&
+                    offsetof(Completion, vendor_err) == 24,
+                "the word layout of store_words");
+  static_assert(std::endian::native == std::endian::little, "the word layout of store_words");
+  [[gnu::always_inline]] static void store_word(void* at, std::uint64_t w) noexcept {
+    asm("" : "+r"(w));
+    std::memcpy(at, &w, 8);
+  }
+  [[gnu::always_inline]] static std::uint64_t load_word(const void* at) noexcept {
+    std::uint64_t w;
+    std::memcpy(&w, at, 8);
+    asm("" : "+r"(w));
+    return w;
+  }
+  [[gnu::always_inline]] static void store_words(Completion& to, std::uint64_t w0, std::uint64_t w1,
+                                                 std::uint64_t w2, std::uint64_t w3) noexcept {
+    auto* b = reinterpret_cast<std::byte*>(&to);
+    store_word(b, w0);
+    store_word(b + 8, w1);
+    store_word(b + 16, w2);
+    store_word(b + 24, w3);
+  }
+  [[gnu::always_inline]] static void copy_words(Completion& to, const Completion& from) noexcept {
+    const auto* f = reinterpret_cast<const std::byte*>(&from);
+    store_words(to, load_word(f), load_word(f + 8), load_word(f + 16), load_word(f + 24));
+  }
   struct Ring {
     std::unique_ptr<Entry[]> slots;
     std::uint32_t head = 0;              // oldest entry

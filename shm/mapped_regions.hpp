@@ -52,13 +52,14 @@ class MappedRegions {
   }
   // Where [addr, addr+len) of `rkey` is mapped here, when the cache holds
   // the region, every check passes and it is mapped; nullptr otherwise
-  // (then resolve() has the answer). No side effect.
+  // (then resolve() has the answer). No side effect. `len` is not 0.
   [[gnu::always_inline]] std::byte* probe(const SegmentLayout& peer, std::uint32_t pd, std::uint32_t rkey, std::uint64_t addr,
                    std::uint64_t len, Access right) const noexcept {
+    // rkey 0 may match an empty entry: its length 0 fails every bounds
+    // check (a probed length is never 0), so the answer is still nullptr.
     const Entry& e = entries_[rkey % kEntries];
-    if (e.rkey != rkey || rkey == 0 || e.seq != peer.mr[rkey & (kMaxMr - 1)].seq.load(std::memory_order_acquire)) {
-      return nullptr;
-    }
+    if (e.rkey != rkey) return nullptr;
+    if (e.seq != peer.mr[rkey & (kMaxMr - 1)].seq.load(std::memory_order_acquire)) return nullptr;
     const Target t = check_cached(e, pd, addr, len, right);
     return t.vendor_err == swkit::kVeNone ? t.at : nullptr;
   }

@@ -103,11 +103,14 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
   // run_now's checks, in its order, answered from the caches.
   orphans_.sync();
   if (flags != kWrInline && lkeys_.probe(device_.keys(), pd_.get(), sge, local_right) != kVeNone) return false;
-  if (peer_slot_->qpn.load(std::memory_order_acquire) != peer_qpn_) return false;
-  const auto ps = static_cast<QpState>(peer_slot_->state.load(std::memory_order_acquire));
+  // One load of the slot's address (the acquire loads below would make the
+  // compiler load the member again before each).
+  const QpSlot* const peer = peer_slot_;
+  if (peer->qpn.load(std::memory_order_acquire) != peer_qpn_) return false;
+  const auto ps = static_cast<QpState>(peer->state.load(std::memory_order_acquire));
   if (ps != QpState::kRtr && ps != QpState::kRts) return false;
   if (ops_since_liveness_ + 1 >= kLivenessOps) return false;  // the general path asks
-  std::byte* const at = mapped_.probe(*peer_layout_, peer_slot_->pd.load(std::memory_order_acquire), wr.rkey,
+  std::byte* const at = mapped_.probe(*peer_layout_, peer->pd.load(std::memory_order_acquire), wr.rkey,
                                       wr.remote_addr, len, remote_right);
   if (at == nullptr) return false;
   ++ops_since_liveness_;

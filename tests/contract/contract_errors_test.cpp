@@ -78,6 +78,27 @@ TEST_P(Errors, BadRkeyIsARemoteAccessError) {
   EXPECT_TRUE(t.all(0xEE));
 }
 
+// No provider draws key 0, and an empty slot of a requester's key cache
+// may hold 0 (shm's cache of the peer's regions probes without testing for
+// it): the first requests of a fresh QP pair, with rkey 0, must fail as any
+// other unknown key does.
+TEST_P(Errors, RkeyZeroIsARemoteAccessError) {
+  Buffer t = buffer(b, 4096, kAllAccess, 0xEE);
+  Sge s = src.sge(0, 100);
+  SCOPED_TRACE("WRITE");
+  expect_remote_access_error(make_wr(Opcode::kRdmaWrite, {&s, 1}, t.addr(), 0, 10));
+  EXPECT_TRUE(t.all(0xEE));
+}
+
+TEST_P(Errors, RkeyZeroReadIsARemoteAccessError) {
+  Buffer t = buffer(b, 4096, kAllAccess, 0xEE);
+  Buffer local = buffer(a, 4096, kAllAccess, 0x11);
+  Sge l = local.sge(0, 100);
+  expect_remote_access_error(make_wr(Opcode::kRdmaRead, {&l, 1}, t.addr(), 0, 20));
+  EXPECT_TRUE(local.all(0x11));
+  EXPECT_TRUE(t.all(0xEE));
+}
+
 TEST_P(Errors, LkeyUsedAsRkeyIsARemoteAccessError) {
   Buffer t = buffer(b, 4096, kAllAccess, 0xEE);
   if (t.lkey() == t.rkey()) GTEST_SKIP() << provider() << " uses one key as lkey and rkey (allowed, as in verbs)";

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace rma {
 namespace {
@@ -31,6 +33,27 @@ TEST(CopyBytes, CopiesExactlyTheBytesAtEveryLengthAndAlignment) {
                                   << dst_off << ", byte " << i << (inside ? " (copied)" : " (outside the copy)");
         }
       }
+    }
+  }
+}
+
+// From 1 MiB on the copy goes in 512 KiB pieces: lengths at, around and
+// well past the piece boundaries copy every byte, in order, and nothing
+// beyond the destination.
+TEST(CopyBytes, LargeCopiesInPiecesCopyEveryByte) {
+  constexpr std::size_t kPiece = std::size_t{512} << 10;
+  const std::size_t lens[] = {2 * kPiece - 1, 2 * kPiece, 2 * kPiece + 1, 3 * kPiece - 7, 3 * kPiece + 13,
+                              5 * kPiece + 4095};
+  std::vector<std::uint8_t> src(6 * kPiece);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 13);
+  std::vector<std::uint8_t> dst(6 * kPiece + 2 * kGuard);
+  for (std::size_t len : lens) {
+    std::fill(dst.begin(), dst.end(), kUntouched);
+    copy_bytes(dst.data() + kGuard, src.data() + 3, len);
+    for (std::size_t i = 0; i < dst.size(); ++i) {
+      const bool inside = i >= kGuard && i < kGuard + len;
+      const std::uint8_t want = inside ? src[3 + i - kGuard] : kUntouched;
+      ASSERT_EQ(dst[i], want) << "len " << len << ", byte " << i << (inside ? " (copied)" : " (outside the copy)");
     }
   }
 }

@@ -83,13 +83,25 @@ inline std::uint32_t CqImpl::take(Ring& r, std::span<Completion> out) noexcept {
 }
 
 int CqImpl::poll(std::span<Completion> out) noexcept {
-  if (overrun_.load(std::memory_order_acquire)) [[unlikely]] return -1;
-  if (device_->progress_due()) [[unlikely]] {
+  // Nothing to do but take the owner's ring: here, without a call (the
+  // rest is poll_slow's, a tail call), so this path saves no registers.
+  if (!overrun_.load(std::memory_order_acquire) && !device_->progress_due()) [[likely]] {
+    const std::uint32_t mine = owner_.count.load(std::memory_order_acquire);
+    if (shared_.count.load(std::memory_order_acquire) == 0 && mine <= depth_) [[likely]] {
+      return mine == 0 ? 0 : static_cast<int>(take(owner_, out));
+    }
+  }
+  return poll_slow(out);
+}
+
+int CqImpl::poll_slow(std::span<Completion> out) noexcept {
+  if (overrun_.load(std::memory_order_acquire)) return -1;
+  if (device_->progress_due()) {
     device_->progress();
     if (overrun_.load(std::memory_order_acquire)) return -1;
   }
   const std::uint32_t mine = owner_.count.load(std::memory_order_acquire);
-  if (shared_.count.load(std::memory_order_acquire) == 0 && mine <= depth_) [[likely]] {
+  if (shared_.count.load(std::memory_order_acquire) == 0 && mine <= depth_) {
     return mine == 0 ? 0 : static_cast<int>(take(owner_, out));
   }
   return poll_shared(out, mine);

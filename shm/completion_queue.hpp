@@ -84,13 +84,25 @@ class CqImpl final : public CompletionQueue {
                                                   std::uint32_t qpn, std::uint64_t seq,
                                                   swkit::WorkQueueStorage* queue) noexcept {
     if (overrun_.load(std::memory_order_relaxed)) return false;
-    const std::uint32_t n = owner_.count.load(std::memory_order_relaxed);
-    if (n + shared_.count.load(std::memory_order_acquire) >= depth_) [[unlikely]] {
+    if (!owner_has_room()) [[unlikely]] {
       swkit::CqEntry lost;
       lost.wc.wr_id = wr_id;
       lost.wc.qp_num = qpn;
       return lose(lost);
     }
+    stage_owner(wr_id, opcode, byte_len, qpn, seq, queue);
+    return true;
+  }
+  // Whether stage_owner_success() would stage (not overrun, room for one).
+  [[gnu::always_inline]] bool owner_can_stage() const noexcept {
+    return !overrun_.load(std::memory_order_relaxed) && owner_has_room();
+  }
+  // stage_owner_success() after owner_can_stage() said yes (the owner's
+  // thread, nothing pushed to the owner's ring in between).
+  [[gnu::always_inline]] void stage_owner(std::uint64_t wr_id, Opcode opcode, std::uint32_t byte_len,
+                                          std::uint32_t qpn, std::uint64_t seq,
+                                          swkit::WorkQueueStorage* queue) noexcept {
+    const std::uint32_t n = owner_.count.load(std::memory_order_relaxed);
     std::uint32_t at = owner_.head + n;
     if (at >= depth_) at -= depth_;
     Entry& e = owner_.slots[at];
@@ -100,10 +112,13 @@ class CqImpl final : public CompletionQueue {
                 static_cast<std::uint64_t>(WcStatus::kSuccess) | static_cast<std::uint64_t>(opcode) << 8 |
                     static_cast<std::uint64_t>(byte_len) << 32,
                 qpn, 0);
-    e.e.send_queue = true;
+    // e.e.send_queue is not written: this CQ never reads it (`queue` names
+    // the queue a completion retires from), and at 8 B each store counts.
     e.e.seq = seq;
     e.queue = queue;
-    return true;
+  }
+  [[gnu::always_inline]] bool owner_has_room() const noexcept {
+    return owner_.count.load(std::memory_order_relaxed) + shared_.count.load(std::memory_order_acquire) < depth_;
   }
   // Publishes the entry stage_owner_success() wrote.
   [[gnu::always_inline]] void publish_owner() noexcept {
@@ -185,6 +200,9 @@ class CqImpl final : public CompletionQueue {
   // Moves up to out.size() entries of `r` (oldest first) into `out`,
   // retiring their queue slots; returns how many.
   [[gnu::always_inline]] std::uint32_t take(Ring& r, std::span<Completion> out) noexcept;
+  // poll() when the CQ overran, a progress round is due or the shared
+  // ring holds entries.
+  [[gnu::noinline]] int poll_slow(std::span<Completion> out) noexcept;
   // poll() when the shared ring holds entries (or a race overran the CQ).
   int poll_shared(std::span<Completion> out, std::uint32_t mine) noexcept;
   // Records the overrun (the first one's reason) and returns false.

@@ -35,6 +35,7 @@ Result<std::shared_ptr<DeviceImpl>> DeviceImpl::open() {
   SegmentMap::remove_stale();
   std::shared_ptr<DeviceImpl> dev(new DeviceImpl());
   RMA_ASSIGN_OR_RETURN(dev->segment_, SegmentMap::create());
+  dev->doorbell_ = &dev->segment_->layout().header.doorbell;
   dev->live_.reserve(kMaxQp);
   // The thread holds a plain pointer: it is joined in the destructor,
   // before the members it uses go.

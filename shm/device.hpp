@@ -77,8 +77,7 @@ class DeviceImpl final : public Device, public std::enable_shared_from_this<Devi
   bool progress_due() const noexcept {
     (void)rounds_done_.load(std::memory_order_acquire);
     return waiting_requesters_.load(std::memory_order_relaxed) != 0 ||
-           layout().header.doorbell.load(std::memory_order_acquire) !=
-               doorbell_served_.load(std::memory_order_relaxed);
+           doorbell_->load(std::memory_order_acquire) != doorbell_served_.load(std::memory_order_relaxed);
   }
   // A requester of this device started (+1) or stopped (-1) waiting for a
   // peer (QpImpl::begin_waiting / end_waiting).
@@ -94,6 +93,9 @@ class DeviceImpl final : public Device, public std::enable_shared_from_this<Devi
   std::shared_ptr<Segment> segment_;
   std::mutex keys_mutex_;
   swkit::KeyTable keys_{kMrSlotBits};
+  // Our segment's doorbell, which every poll reads: one load from here
+  // instead of three through segment_ (half a nanosecond of an 8 B READ).
+  const std::atomic<std::uint32_t>* doorbell_ = nullptr;
   std::atomic<std::uint32_t> waiting_requesters_{0};
   std::atomic<std::uint32_t> doorbell_served_{0};  // the doorbell when the last round began
   std::atomic<std::uint64_t> rounds_done_{0};      // released at the end of every round

@@ -115,7 +115,15 @@ class QpImpl final : public QueuePair {
   // is run, queued as executed and its completion pushed: true. Anything
   // else: false with nothing done, and post_list() answers (the same
   // checks, in full).
+  // The fast paths (post() inlines them; a serialized QP whose completion
+  // the send CQ's owner ring, ours, can take now): kSmall, at most
+  // kInlineCopyMax bytes, calls nothing; kCopyCall calls only memcpy.
+  // kGeneral: everything else post_now takes (post_general).
+  enum class PostPath : std::uint8_t { kGeneral, kSmall, kCopyCall };
+  template <PostPath kPath>
   [[gnu::always_inline]] bool post_now(const WorkRequest& wr) noexcept;
+  // post() when its fast paths said no.
+  [[gnu::noinline]] PostResult post_general(std::span<const WorkRequest> wrs) noexcept;
   PostResult post_list(std::span<const WorkRequest> wrs) noexcept;
   void drive() noexcept;
   Step execute(const SendWqe& w, std::uint64_t seq) noexcept;

@@ -48,11 +48,27 @@ swkit::SendWqe fill_completion_wqe(const WorkRequest& wr, std::uint32_t len) noe
 // ------------------------------------------------------------------ posting
 
 PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
+  // A serialized QP's single request, when it runs at once, runs here with
+  // no call but its copy's (none up to kInlineCopyMax bytes), and without
+  // the lock, the general path's checks a second time or its frame. Each
+  // instruction and store counts here: ten more stores per 8 B mapped READ
+  // (about 18 ns, a clock read included) made it 4 ns slower; this path
+  // made it 1 ns faster and a 512 B READ 2 ns faster than post_general.
+  if (wrs.size() == 1 && serialized_ && !waiting_.load(std::memory_order_acquire) && wrs[0].sgl.size() == 1) {
+    if (wrs[0].sgl[0].length <= kInlineCopyMax ? post_now<PostPath::kSmall>(wrs[0])
+                                                : post_now<PostPath::kCopyCall>(wrs[0])) [[likely]] {
+      return {};
+    }
+  }
+  return post_general(wrs);
+}
+
+PostResult QpImpl::post_general(std::span<const WorkRequest> wrs) noexcept {
   if (wrs.size() == 1) {
     // A serialized QP with nothing waiting is its caller's alone: no lock
     // (queue_pair.hpp).
     if (serialized_) {
-      if (!waiting_.load(std::memory_order_acquire) && post_now(wrs[0])) {
+      if (!waiting_.load(std::memory_order_acquire) && post_now<PostPath::kGeneral>(wrs[0])) {
         if (!error_pending_) [[likely]] return {};
         std::lock_guard lock(send_lock_);
         enter_error(true);
@@ -60,7 +76,7 @@ PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
       }
     } else {
       std::lock_guard lock(send_lock_);
-      if (!waiting_.load(std::memory_order_relaxed) && post_now(wrs[0])) {
+      if (!waiting_.load(std::memory_order_relaxed) && post_now<PostPath::kGeneral>(wrs[0])) {
         if (error_pending_) enter_error(true);
         return {};
       }
@@ -69,13 +85,24 @@ PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
   return post_list(wrs);
 }
 
+template <QpImpl::PostPath kPath>
 inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
+  constexpr bool kFast = kPath != PostPath::kGeneral;
   // Every "no" below is a request the general path (post_list) answers,
   // after the same checks in full, with the same outcome.
   if (state() != QpState::kRts || wr.sgl.size() != 1 || sq_.full()) return false;
   const Sge& sge = wr.sgl[0];
   const std::uint32_t len = sge.length;
   if (len == 0 || len > max_msg_size_) return false;
+  // The fast paths take only what calls nothing out of line (but the copy)
+  // and cannot fail once begun: a completion that the CQ could not take,
+  // an unmap being applied (sync() would wait) are the general path's.
+  if constexpr (kFast) {
+    if ((kPath == PostPath::kSmall && len > kInlineCopyMax) || !owns_cq_ring_ || orphans_.applying() ||
+        !send_cq_->owner_can_stage()) {
+      return false;
+    }
+  }
   // check_post_send_fast's acceptance; fence and solicited change nothing
   // here (nothing is outstanding).
   const std::uint32_t flags = wr.flags & ~static_cast<std::uint32_t>(kWrSignaled | kWrFence | kWrSolicited);
@@ -101,7 +128,7 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
       return false;
   }
   // run_now's checks, in its order, answered from the caches.
-  orphans_.sync();
+  if constexpr (!kFast) orphans_.sync();
   if (flags != kWrInline && lkeys_.probe(device_.keys(), pd_.get(), sge, local_right) != kVeNone) return false;
   // One load of the slot's address (the acquire loads below would make the
   // compiler load the member again before each).
@@ -121,17 +148,30 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
   // (stage_owner_success says why).
   const bool signaled = (wr.flags & kWrSignaled) != 0;
   bool staged = false;
-  if (signaled && owns_cq_ring_) {
+  if constexpr (kFast) {
+    if (signaled) {
+      send_cq_->stage_owner(wr.wr_id, wr.opcode, len, qpn_, seq, &sq_);
+      staged = true;
+    }
+  } else if (signaled && owns_cq_ring_) {
     staged = send_cq_->stage_owner_success(wr.wr_id, wr.opcode, len, qpn_, seq, &sq_);
     if (!staged) [[unlikely]] error_pending_ = true;  // a lost completion breaks the QP
   }
   void* const mine = reinterpret_cast<void*>(sge.addr);
   switch (wr.opcode) {
     case Opcode::kRdmaWrite:
-      copy_bytes(at, mine, len);
+      if constexpr (kPath == PostPath::kSmall) {
+        copy_small_bytes(at, mine, len);
+      } else {
+        copy_bytes(at, mine, len);
+      }
       break;
     case Opcode::kRdmaRead:
-      copy_bytes(mine, at, len);
+      if constexpr (kPath == PostPath::kSmall) {
+        copy_small_bytes(mine, at, len);
+      } else {
+        copy_bytes(mine, at, len);
+      }
       break;
     default: {
       // As execute_mapped_atomic.
@@ -149,6 +189,8 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
   }
   if (staged) {
     send_cq_->publish_owner();
+  } else if (kFast) {
+    // Unsignaled: nothing to complete (owns_cq_ring_ was checked).
   } else if (signaled && !owns_cq_ring_) {
     // Its own completion opcode: no _WITH_IMM here.
     const bool pushed = send_cq_->push_shared(

@@ -2,7 +2,7 @@
 # librma's perftest tools over the shm provider against ucx_perftest with
 # UCX's shared-memory transport (UCX_TLS=posix), side by side in one run.
 #
-#   bench/shm/run_vs_ucx.sh [-b BUILD_DIR] [-r ROUNDS] [-s "SIZES"] [-t "TESTS"]
+#   bench/shm/run_vs_ucx.sh [-b BUILD_DIR] [-r ROUNDS] [-s "SIZES"] [-t "TESTS"] [-P]
 #
 # For each round, test and size it runs our pair (server + client, two
 # processes on this host) and then UCX's pair, so both see the same load;
@@ -16,6 +16,12 @@
 #   rma_read_lat   ~ ucp_get -O 1 (median us: one READ at a time against UCX's
 #                                   median time per get with one in flight)
 #   rma_atomic_lat ~ ucp_fadd -O 1 (median us, likewise)
+# Latency tests have a second row, the averages: ours is perftest's t_avg
+# (four decimals below 1 us), UCX's the inverse of its overall message rate.
+# -P pins every server to CPU 0 and every client to CPU 1 (both tools).
+# Unpinned, ucx_perftest's server, which spins, and its client share the
+# CPUs as the scheduler decides: its 8 B get then took 22 ns where pinned
+# it took 18 (ours 18 either way; our server sleeps in the kernel).
 # Needs ucx_perftest (Debian ucx-utils). It asks CMake for the six tools
 # (cmake --build BUILD --target ...) and builds nothing else. Every process
 # runs under `timeout`; the load average is printed before and after.
@@ -25,12 +31,14 @@ build=build/release
 rounds=3
 sizes="8 64 512 4096 65536 1048576"
 tests="write_bw read_bw atomic_bw write_lat read_lat atomic_lat"
-while getopts "b:r:s:t:h" opt; do
+pin=0
+while getopts "b:r:s:t:Ph" opt; do
   case "$opt" in
     b) build="$OPTARG" ;;
     r) rounds="$OPTARG" ;;
     s) sizes="$OPTARG" ;;
     t) tests="$OPTARG" ;;
+    P) pin=1 ;;
     h) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "run_vs_ucx.sh: see -h" >&2; exit 2 ;;
   esac
@@ -72,6 +80,7 @@ pair() {  # kind size iters [extra ucx_perftest arguments]
       srv=(env UCX_TLS=posix ucx_perftest -p "$port")
       cli=(env UCX_TLS=posix ucx_perftest 127.0.0.1 -p "$port" -t "$kind" -s "$size" -n "$n" -w 1000 -f "${ucx_extra[@]}") ;;
   esac
+  if ((pin)); then srv=(taskset -c 0 "${srv[@]}"); cli=(taskset -c 1 "${cli[@]}"); fi
   timeout 120 "${srv[@]}" >"$tmp/srv" 2>&1 &
   local spid=$!
   sleep 0.3
@@ -85,14 +94,16 @@ pair() {  # kind size iters [extra ucx_perftest arguments]
 
 # Metric extraction: our perftest rows and ucx_perftest's final line.
 ours_bw() { awk -v s="$1" '$1 == s && NF >= 5 {print $4, $5}' ; }          # MiB/s, Mpps
-ours_lat() { awk -v s="$1" '$1 == s && NF >= 9 {print $5}' ; }             # t_typical us
+ours_lat() { awk -v s="$1" '$1 == s && NF >= 9 {print $5, $6}' ; }        # t_typical, t_avg us
 ucx_line() { awk 'NF == 8 && $1 ~ /^[0-9]+$/ {print $2, $6, $8}' | tail -1; }  # 50%ile us, MiB/s, msg/s
 
 declare -A val
 record() { val["$1"]+="$2 "; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else print a[int((NR+1)/2)]}'; }
 
-echo "load before: $(cat /proc/loadavg)"
+pinned=""
+((pin)) && pinned=" (pinned: servers on CPU 0, clients on CPU 1)"
+echo "load before: $(cat /proc/loadavg)$pinned"
 for ((r = 1; r <= rounds; r++)); do
   for t in $tests; do
     for s in $sizes; do
@@ -115,9 +126,14 @@ for ((r = 1; r <= rounds; r++)); do
         record "$t $s bw ucx" "${ubw:-nan}"
         record "$t $s rate ucx" "$(awk -v m="${urate:-nan}" 'BEGIN {printf "%.6f", m / 1e6}')"
       else
-        lat=$(ours_lat "$s" <<<"$ours")
-        read -r ulat _ _ <<<"$theirs"
+        read -r lat avg <<<"$(ours_lat "$s" <<<"$ours")"
+        read -r ulat _ urate <<<"$theirs"
         record "$t $s lat ours" "${lat:-nan}"; record "$t $s lat ucx" "${ulat:-nan}"
+        # UCX's average to the nanosecond: its time per operation is the
+        # inverse of its overall message rate (its average column has three
+        # decimals).
+        record "$t $s avg ours" "${avg:-nan}"
+        record "$t $s avg ucx" "$(awk -v m="${urate:-0}" 'BEGIN {if (m > 0) printf "%.6f", 1e6 / m; else print "nan"}')"
       fi
     done
   done
@@ -130,7 +146,7 @@ printf '| --- | ---: | --- | ---: | ---: | ---: |\n'
 for t in $tests; do
   for s in $sizes; do
     [[ "$t" == atomic_* && "$s" != 8 ]] && continue
-    if [[ "$t" == *_bw ]]; then metrics="bw rate"; else metrics="lat"; fi
+    if [[ "$t" == *_bw ]]; then metrics="bw rate"; else metrics="lat avg"; fi
     for m in $metrics; do
       o=$(median <<<"${val["$t $s $m ours"]:-}")
       u=$(median <<<"${val["$t $s $m ucx"]:-}")
@@ -138,6 +154,7 @@ for t in $tests; do
         bw) unit="MiB/s"; ratio=$(awk -v o="$o" -v u="$u" 'BEGIN {if (u > 0) printf "%.2f", o / u; else print "n/a"}') ;;
         rate) unit="M msg/s"; ratio=$(awk -v o="$o" -v u="$u" 'BEGIN {if (u > 0) printf "%.2f", o / u; else print "n/a"}') ;;
         lat) unit="us (median)"; ratio=$(awk -v o="$o" -v u="$u" 'BEGIN {if (o > 0) printf "%.2f", u / o; else print "n/a"}') ;;
+        avg) unit="us (average)"; ratio=$(awk -v o="$o" -v u="$u" 'BEGIN {if (o > 0) printf "%.3f", u / o; else print "n/a"}') ;;
       esac
       printf '| rma_%s | %s | %s | %s | %s | %s |\n' "$t" "$s" "$unit" "$o" "$u" "$ratio"
     done

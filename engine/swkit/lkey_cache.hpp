@@ -39,7 +39,8 @@ class LkeyCache {
   // another key or a region went since the fill (then ask check()). No
   // lock, no side effect.
   static constexpr std::uint32_t kMiss = ~0u;
-  std::uint32_t probe(const KeyTable& keys, const void* pd, const Sge& sge, Access needed) const noexcept {
+  [[gnu::always_inline]] std::uint32_t probe(const KeyTable& keys, const void* pd, const Sge& sge,
+                                             Access needed) const noexcept {
     if (sge.lkey != lkey_ || lkey_ == 0 || keys.generation() != generation_) return kMiss;
     return check_entry(entry_, pd, sge, needed);
   }
@@ -74,7 +75,7 @@ class LkeyCache {
 
  private:
   // check_local_sgl's checks of one SGE against a region that lives.
-  static std::uint32_t check_entry(const MrEntry& mr, const void* pd, const Sge& sge, Access needed) noexcept {
+  [[gnu::always_inline]] static std::uint32_t check_entry(const MrEntry& mr, const void* pd, const Sge& sge, Access needed) noexcept {
     if (mr.pd != pd) return kVeLkeyOtherPd;
     if (!mr.contains(sge.addr, sge.length)) return kVeLocalOutOfBounds;
     if (!has_access(mr.access, needed)) return kVeNoLocalWrite;

@@ -68,9 +68,12 @@ class OrphanTracker final : public rcache::InvalidationSink {
   // while an invalidation is under way. The hooks mark regions in the
   // unmapping thread, before the call returns: nothing to wait for then.
   void sync() noexcept {
-    if (kind_ == MemoryMonitorKind::kUserfaultfd && (applying_.load(std::memory_order_acquire) & 1u) != 0) {
-      std::lock_guard lock(mutex_);
-    }
+    if (applying()) std::lock_guard lock(mutex_);
+  }
+  // Whether sync() would wait now (an invalidation is under way); for a
+  // caller that must not call out and takes its slow path instead.
+  bool applying() const noexcept {
+    return kind_ == MemoryMonitorKind::kUserfaultfd && (applying_.load(std::memory_order_acquire) & 1u) != 0;
   }
 
   std::mutex& sink_mutex() noexcept override { return mutex_; }

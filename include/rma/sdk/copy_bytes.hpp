@@ -44,16 +44,15 @@ template <std::size_t W>
 }
 }  // namespace detail
 
-[[gnu::always_inline]] inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
+// The largest copy copy_small_bytes() takes.
+inline constexpr std::size_t kInlineCopyMax = 64;
+
+// n <= kInlineCopyMax bytes, inline and without a call (a caller whose
+// path must not call out: a call makes it save registers).
+[[gnu::always_inline]] inline void copy_small_bytes(void* dst, const void* src, std::size_t n) noexcept {
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
-  if (n > 64) {
-    if (n >= 2 * detail::kCopyPiece) [[unlikely]] {
-      detail::copy_pieces(d, s, n);
-    } else {
-      std::memcpy(d, s, n);
-    }
-  } else if (n >= 32) {
+  if (n >= 32) {
     detail::copy_ends<32>(d, s, n);
   } else if (n >= 16) {
     detail::copy_ends<16>(d, s, n);
@@ -68,6 +67,20 @@ template <std::size_t W>
     d[0] = first;
     d[n / 2] = middle;
     d[n - 1] = last;
+  }
+}
+
+[[gnu::always_inline]] inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
+  if (n > kInlineCopyMax) {
+    auto* d = static_cast<unsigned char*>(dst);
+    const auto* s = static_cast<const unsigned char*>(src);
+    if (n >= 2 * detail::kCopyPiece) [[unlikely]] {
+      detail::copy_pieces(d, s, n);
+    } else {
+      std::memcpy(d, s, n);
+    }
+  } else {
+    copy_small_bytes(dst, src, n);
   }
 }
 

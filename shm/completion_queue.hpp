@@ -117,9 +117,6 @@ class CqImpl final : public CompletionQueue {
     e.e.seq = seq;
     e.queue = queue;
   }
-  [[gnu::always_inline]] bool owner_has_room() const noexcept {
-    return owner_.count.load(std::memory_order_relaxed) + shared_.count.load(std::memory_order_acquire) < depth_;
-  }
   // Publishes the entry stage_owner_success() wrote.
   [[gnu::always_inline]] void publish_owner() noexcept {
     owner_.count.store(owner_.count.load(std::memory_order_relaxed) + 1, std::memory_order_release);
@@ -200,6 +197,10 @@ class CqImpl final : public CompletionQueue {
   // Moves up to out.size() entries of `r` (oldest first) into `out`,
   // retiring their queue slots; returns how many.
   [[gnu::always_inline]] std::uint32_t take(Ring& r, std::span<Completion> out) noexcept;
+  // Room for one more completion in the two rings together.
+  [[gnu::always_inline]] bool owner_has_room() const noexcept {
+    return owner_.count.load(std::memory_order_relaxed) + shared_.count.load(std::memory_order_acquire) < depth_;
+  }
   // poll() when the CQ overran, a progress round is due or the shared
   // ring holds entries.
   [[gnu::noinline]] int poll_slow(std::span<Completion> out) noexcept;

@@ -230,7 +230,7 @@ Status DpdkPort::configure() {
   // A memif client cannot start while no server listens on the socket:
   // retry until the link wait runs out, so either side may start first.
   if (spec_.kind == PortKind::kMemif) {
-    RMA_RETURN_IF_ERROR(MemifGate::instance().add_user().with_context(n));
+    RMA_RETURN_IF_ERROR(MemifGate::instance().add_user(port_id_).with_context(n));
     gated_ = true;
   }
   const auto deadline = Clock::now() + std::chrono::milliseconds(spec_.link_wait_ms);
@@ -260,7 +260,7 @@ Status DpdkPort::configure() {
     }
     std::this_thread::sleep_for(1ms);
   }
-  state_ = PortState::kUp;
+  mark_up();
   return Status();
 }
 

@@ -14,6 +14,7 @@
 #include "port/eal.hpp"
 #include "port/mbuf_handoff.hpp"
 #include "port/memif_gate.hpp"
+#include "port/memif_prefault.hpp"
 #include "port/mesh_port.hpp"
 #include "port/port.hpp"
 #include "rma/sdk/copy_bytes.hpp"
@@ -46,10 +47,21 @@ bool DpdkPort::usable() noexcept {
     return true;
   }
   if (state_ == PortState::kWaiting && started_ && link_up()) {
-    state_ = PortState::kUp;
+    mark_up();
     return true;
   }
   return false;
+}
+
+void DpdkPort::mark_up() noexcept {
+  state_ = PortState::kUp;
+  if (spec_.kind != PortKind::kMemif) return;
+  // Inside the gate, so that memif's handlers cannot unmap a region under
+  // the prefault (re-entrant: usable() runs inside it already).
+  if (!MemifGate::instance().enter_wait(100ms)) return;
+  const std::size_t bytes = prefault_memif_regions();
+  MemifGate::instance().leave();
+  RMA_LOG_DEBUG("softroce: %s: prefaulted %zu bytes of memif regions", info_.name.c_str(), bytes);
 }
 
 std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
@@ -181,7 +193,7 @@ void DpdkPort::teardown() noexcept {
   }
   if (held) MemifGate::instance().leave();
   if (gated_) {
-    MemifGate::instance().remove_user();
+    MemifGate::instance().remove_user(port_id_);
     gated_ = false;
   }
   if (ring_) {

@@ -65,6 +65,8 @@ class DpdkPort final : public PortLink {
   Status create_device();
   Status configure();
   bool usable() noexcept;
+  // The link is up: kUp, and memif's regions prefaulted (memif_prefault.hpp).
+  void mark_up() noexcept;
   bool send_control(std::uint8_t type, std::chrono::milliseconds budget) noexcept;
   // Returns the control type if `m` is one of our control frames, else 0.
   std::uint8_t control_type(const rte_mbuf* m) const noexcept;

@@ -59,9 +59,11 @@ void DpdkPort::mark_up() noexcept {
   // Inside the gate, so that memif's handlers cannot unmap a region under
   // the prefault (re-entrant: usable() runs inside it already).
   if (!MemifGate::instance().enter_wait(100ms)) return;
+  const auto t0 = std::chrono::steady_clock::now();
   const std::size_t bytes = prefault_memif_regions();
   MemifGate::instance().leave();
-  RMA_LOG_DEBUG("softroce: %s: prefaulted %zu bytes of memif regions", info_.name.c_str(), bytes);
+  RMA_LOG_DEBUG("softroce: %s: prefaulted %zu bytes of memif regions in %lld us", info_.name.c_str(), bytes,
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count()));
 }
 
 std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {

@@ -62,8 +62,9 @@ void DpdkPort::mark_up() noexcept {
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t bytes = prefault_memif_regions();
   MemifGate::instance().leave();
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
   RMA_LOG_DEBUG("softroce: %s: prefaulted %zu bytes of memif regions in %lld us", info_.name.c_str(), bytes,
-                static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count()));
+                static_cast<long long>(us.count()));
 }
 
 std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {

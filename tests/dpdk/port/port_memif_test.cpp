@@ -315,8 +315,8 @@ TEST(PortMemif, RingsArePrefaultedWhenTheLinkComesUp) {
 
 // Once every memif port's link is up, the interrupt thread passes through
 // the gate every 50 ms instead of every millisecond: each pass preempts the
-// data path when they share a CPU (at one per millisecond, the 99th
-// percentile of an 8 B WRITE ping-pong was 70 us). A caller that waits for
+// data path when they share a CPU (at one per millisecond, a pinned 8 B
+// WRITE ping-pong's round trips averaged 4.0 against 3.3 us). A caller that waits for
 // memif's handlers (the passive close waits for the peer's disconnect)
 // brings the short interval back.
 TEST(MemifGate, ParksRarelyOnceTheLinksAreUp) {

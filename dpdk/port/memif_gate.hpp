@@ -20,9 +20,9 @@
 // inside. A burst that finds the gate closed does not wait: poll() delivers
 // nothing and transmit() takes nothing that round. So the gate is closed
 // only briefly: when a burst is still inside after kCloseWait (its thread
-// preempted by another program), park() reopens the
-// gate, sleeps kRetryInterval and tries again, rather than shutting every
-// burst out until the scheduler returns to that thread; only after
+// preempted by another program), park() reopens the gate, sleeps
+// kRetryInterval and tries again, rather than shutting every burst out
+// until the scheduler returns to that thread; only after
 // kReopenBudget of failed tries does it keep the gate closed and wait, so
 // bursts that never leave all at once cannot hold the handlers back.
 // The gate is a Dekker pair of sequentially consistent atomics (the burst

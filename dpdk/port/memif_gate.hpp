@@ -13,7 +13,7 @@
 //
 // How: an always-readable eventfd registered as an EAL interrupt source makes
 // the interrupt thread call park() on every pass of its event loop. park()
-// opens the gate (bursts allowed), sleeps kParkInterval, closes the gate and
+// opens the gate (bursts allowed), sleeps (see the intervals below), closes the gate and
 // returns once no burst is inside, and only then does the interrupt thread
 // go on to the other handlers (memif's among them) before it comes back to
 // park(). So every interrupt handler runs with the gate closed and no burst

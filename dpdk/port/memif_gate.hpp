@@ -13,10 +13,10 @@
 //
 // How: an always-readable eventfd registered as an EAL interrupt source makes
 // the interrupt thread call park() on every pass of its event loop. park()
-// opens the gate (bursts allowed), sleeps (see the intervals below), closes the gate and
-// returns once no burst is inside, and only then does the interrupt thread
-// go on to the other handlers (memif's among them) before it comes back to
-// park(). So every interrupt handler runs with the gate closed and no burst
+// opens the gate (bursts allowed), sleeps (see the intervals below), closes
+// the gate and returns once no burst is inside, and only then does the
+// interrupt thread go on to the other handlers (memif's among them) before
+// it comes back to park(). So every interrupt handler runs with the gate closed and no burst
 // inside. A burst that finds the gate closed does not wait: poll() delivers
 // nothing and transmit() takes nothing that round. So the gate is closed
 // only briefly: when a burst is still inside after kCloseWait (its thread

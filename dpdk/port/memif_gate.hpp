@@ -15,33 +15,32 @@
 // the interrupt thread call park() on every pass of its event loop. park()
 // opens the gate (bursts allowed), sleeps (see the intervals below), closes
 // the gate and returns once no burst is inside, and only then does the
-// interrupt thread go on to the other handlers (memif's among them) before
-// it comes back to park(). So every interrupt handler runs with the gate closed and no burst
-// inside. A burst that finds the gate closed does not wait: poll() delivers
-// nothing and transmit() takes nothing that round. So the gate is closed
-// only briefly: when a burst is still inside after kCloseWait (its thread
-// preempted by another program), park() reopens the gate, sleeps
-// kRetryInterval and tries again, rather than shutting every burst out
-// until the scheduler returns to that thread; only after
-// kReopenBudget of failed tries does it keep the gate closed and wait, so
-// bursts that never leave all at once cannot hold the handlers back.
-// The gate is a Dekker pair of sequentially consistent atomics (the burst
-// side: increment `inside_`, then read `closed_`; the park side: set
-// `closed_`, then read `inside_`), about two atomic operations per poll or
-// transmit call. A closing park() that finds a burst inside blocks on
-// `inside_` (a futex) and the last burst to leave wakes it: spinning could
-// not succeed when the burst's thread shares the CPU with this one (the
-// burst cannot leave while the parker runs), and each sleep between tries
-// cost two context switches. Interrupt handlers (memif connect / disconnect
-// messages) are delayed by up to kParkInterval while a port's link is not
-// up (a handshake in progress) or a caller waits for a handler (Hurry), and
-// by up to kSettledInterval once every port's link is up: then the only
-// message left is a disconnect, and each pass of the interrupt thread costs
-// the data path two context switches when the thread shares its CPU (with
-// a pass every millisecond, a pinned 8 B WRITE ping-pong's round trips
-// averaged 4.0 us once warm, against 3.3 us with a pass every 50 ms). With
-// no memif port open the eventfd is drained and the interrupt thread sleeps
-// in epoll as usual.
+// interrupt thread go on to the other handlers (memif's among them) before it
+// comes back to park(). So every interrupt handler runs with the gate closed
+// and no burst inside. A burst that finds the gate closed does not wait:
+// poll() delivers nothing and transmit() takes nothing that round. So the
+// gate is closed only briefly: when a burst is still inside after kCloseWait
+// (its thread preempted by another program), park() reopens the gate, sleeps
+// kRetryInterval and tries again, rather than shutting every burst out until
+// the scheduler returns to that thread; only after kReopenBudget of failed
+// tries does it keep the gate closed and wait, so bursts that never leave all
+// at once cannot hold the handlers back. The gate is a Dekker pair of
+// sequentially consistent atomics (the burst side: increment `inside_`, then
+// read `closed_`; the park side: set `closed_`, then read `inside_`), about
+// two atomic operations per poll or transmit call. A closing park() that
+// finds a burst inside blocks on `inside_` (a futex) and the last burst to
+// leave wakes it: spinning could not succeed when the burst's thread shares
+// the CPU with this one (the burst cannot leave while the parker runs), and
+// each sleep between tries cost two context switches. Interrupt handlers
+// (memif connect / disconnect messages) are delayed by up to kParkInterval
+// while a port's link is not up (a handshake in progress) or a caller waits
+// for a handler (Hurry), and by up to kSettledInterval once every port's link
+// is up: then the only message left is a disconnect, and each pass of the
+// interrupt thread costs the data path two context switches when the thread
+// shares its CPU (with a pass every millisecond, a pinned 8 B WRITE
+// ping-pong's round trips averaged 4.0 us once warm, against 3.3 us with a
+// pass every 50 ms). With no memif port open the eventfd is drained and the
+// interrupt thread sleeps in epoll as usual.
 #pragma once
 
 #include <rte_interrupts.h>

@@ -277,9 +277,10 @@ TEST(PortMemif, JumboStreamArrivesWhole) {
 
 // memif maps its rings and buffers without populating them; the port
 // prefaults them once the link is up, so a ping-pong that walks both rings
-// twice (2048 frames each way through 1024 slots) takes almost no page
-// fault in this process. Without the prefault it took at least one per
-// slot and direction (over 2,000), each tens of microseconds on a VM.
+// twice (2048 frames each way through 1024 slots) takes no more page faults
+// in this process the first time than the second. Without the prefault the
+// first time took one per slot and direction more (2,048), each tens of
+// microseconds on a VM.
 TEST(PortMemif, RingsArePrefaultedWhenTheLinkComesUp) {
   const std::string sock = socket_name();
   ChildGuard child;
@@ -325,9 +326,9 @@ TEST(PortMemif, RingsArePrefaultedWhenTheLinkComesUp) {
 // Once every memif port's link is up, the interrupt thread passes through
 // the gate every 50 ms instead of every millisecond: each pass preempts the
 // data path when they share a CPU (at one per millisecond, a pinned 8 B
-// WRITE ping-pong's round trips averaged 4.0 against 3.3 us). A caller that waits for
-// memif's handlers (the passive close waits for the peer's disconnect)
-// brings the short interval back.
+// WRITE ping-pong's round trips averaged 4.0 against 3.3 us). A caller that
+// waits for memif's handlers (the passive close waits for the peer's
+// disconnect) brings the short interval back.
 TEST(MemifGate, ParksRarelyOnceTheLinksAreUp) {
   const std::string sock = socket_name();
   ChildGuard child;

@@ -410,7 +410,9 @@ int Job::run(char** argv, std::optional<std::chrono::seconds> job_limit) {
   sig_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sig_fd_ < 0 || !listen_socket()) return 1;
   if (!spawn(argv)) return *failed_;
-  const auto job_deadline = job_limit ? std::optional(Clock::now() + *job_limit) : std::nullopt;
+  // No --timeout: a deadline never reached (an optional here made g++ 12
+  // warn of an uninitialized read).
+  const Clock::time_point job_deadline = job_limit ? Clock::now() + *job_limit : Clock::time_point::max();
 
   while (!failed_ && live_ranks() > 0) {
     std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}, {sig_fd_, POLLIN, 0}};
@@ -470,7 +472,7 @@ int Job::run(char** argv, std::optional<std::chrono::seconds> job_limit) {
                  " s (RMA_BOOTSTRAP_TIMEOUT) waiting for " + missing);
       fail_job(what + " timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " + missing, 1);
     }
-    if (!failed_ && job_deadline && now > *job_deadline) {
+    if (!failed_ && now > job_deadline) {
       fail_job("the job ran out of time (--timeout " + std::to_string(job_limit->count()) + " s)", 124);
     }
   }

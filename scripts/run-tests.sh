@@ -14,9 +14,10 @@
 # configure or build counts as one failure).
 # Under tsan the 'torture' label (too slow), 'fuzz' (clang+ASan builds the
 # asan preset already ran), 'softroce' (the QEMU guest's suite, which the
-# asan preset runs: 150 s more would keep CI over 45 minutes) and the 8-rank
-# runs of multi-process programs that also run on 2 and 4 ranks (a rank has
-# the same threads at any job size; asan runs them) are skipped. The default
+# asan preset runs: 150 s more would keep CI over 45 minutes), 'packaging'
+# (install trees, nothing TSan looks at) and 'larger_job' (the runs of
+# multi-process scenarios that also run on fewer ranks: a rank has the same
+# threads at any job size; asan runs every size) are skipped. The default
 # runs the two sanitizer presets, both optimised builds (asan -O1, tsan -O2;
 # RelWithDebInfo); add release with RMA_TEST_PRESETS="asan tsan release" or
 # --preset release.
@@ -107,10 +108,10 @@ for i in "${!presets[@]}"; do
   t0=$SECONDS
   args=(--preset "$p" -j2 --output-on-failure --timeout 900)
   if [[ "$p" == tsan ]]; then
-    # As the tsan test preset: fuzz targets are clang+ASan builds, the QEMU
-    # guest's suite runs under asan, and so do the 8-rank runs of programs
-    # that run on 2 and 4 ranks here too.
-    args+=(-LE '^(torture|fuzz|softroce)$' -E '^(shmem|api_mp)\.[a-z]+\.n8$')
+    # As the tsan test preset: fuzz targets are clang+ASan builds; the QEMU
+    # guest's suite, the packaging tests and the larger runs of multi-process
+    # scenarios that also run on fewer ranks here run under asan.
+    args+=(-LE '^(torture|fuzz|softroce|packaging|larger_job)$')
   fi
   echo "=== preset $p: ctest ${args[*]} ${ctest_extra[*]} ==="
   summary="$(mktemp)"

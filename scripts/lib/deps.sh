@@ -20,6 +20,7 @@ RMA_DEBIAN_PACKAGES=(
   iproute2                          # network namespaces and veth pairs for port tests
   libpmix-dev openmpi-bin           # PMIx bootstrap; Open MPI's mpirun launches the PMIx test
   libopenmpi-dev                    # Open MPI's <shmem.h> for oshcc: the oshmem side of bench/shmem/run_vs_oshmem.sh
+  slurmd slurmctld slurm-client     # srun --mpi=pmix on a private one-node cluster (tests/api_mp/run_srun_job.sh)
 )
 
 # The soft-RoCE QEMU guest (scripts/softroce-vm): the emulator, the guest's

@@ -46,8 +46,9 @@ fi
 
 # shellcheck source=SCRIPTDIR/lib/deps.sh
 source scripts/lib/deps.sh
-# The soft-RoCE guest's packages too: the `softroce` label boots it.
-rma_install_deps "${RMA_VM_PACKAGES[@]}" || { echo "run-tests: installing dependencies failed" >&2; exit 1; }
+# The soft-RoCE guest's packages too (the `softroce` label boots it), and
+# Slurm (the `api_mp.srun_*` tests start a private cluster).
+rma_install_deps "${RMA_VM_PACKAGES[@]}" "${RMA_SLURM_PACKAGES[@]}" || { echo "run-tests: installing dependencies failed" >&2; exit 1; }
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 results=()   # "preset: passed" / "preset: FAILED (stage)"

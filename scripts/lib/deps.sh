@@ -20,7 +20,6 @@ RMA_DEBIAN_PACKAGES=(
   iproute2                          # network namespaces and veth pairs for port tests
   libpmix-dev openmpi-bin           # PMIx bootstrap; Open MPI's mpirun launches the PMIx test
   libopenmpi-dev                    # Open MPI's <shmem.h> for oshcc: the oshmem side of bench/shmem/run_vs_oshmem.sh
-  slurmd slurmctld slurm-client     # srun --mpi=pmix on a private one-node cluster (tests/api_mp/run_srun_job.sh)
 )
 
 # The soft-RoCE QEMU guest (scripts/softroce-vm): the emulator, the guest's
@@ -31,6 +30,10 @@ RMA_VM_PACKAGES=(
   rdma-core ibverbs-utils rdmacm-utils perftest
   tcpdump
 )
+
+# Slurm, for the tests only: srun --mpi=pmix on a private one-node cluster
+# (tests/api_mp/run_srun_job.sh; munge comes with slurmd).
+RMA_SLURM_PACKAGES=(slurmd slurmctld slurm-client)
 
 # Runs apt-get as root, through sudo when we are not root.
 _rma_apt() {

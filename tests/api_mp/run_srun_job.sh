@@ -152,9 +152,6 @@ done
 (( ready )) || { echo "run_srun_job: the private Slurm cluster did not come up within 30 s" >&2; exit 1; }
 
 # The job's environment: no RMA_* but those asked for.
-unset_args=()
-while IFS='=' read -r name _; do
-  [[ "$name" == RMA_* ]] && unset_args+=(-u "$name")
-done < <(env)
 read -r -a keep <<<"${RMA_SRUN_ENV:-}"
-env "${unset_args[@]}" "${keep[@]}" srun --mpi=pmix --overcommit --kill-on-bad-exit=1 -n "$ntasks" "$@"
+"$(dirname "$0")/run_unconfigured.sh" env "${keep[@]}" \
+  srun --mpi=pmix --overcommit --kill-on-bad-exit=1 -n "$ntasks" "$@"

@@ -23,6 +23,10 @@ if [[ $# -lt 2 ]]; then
 fi
 ntasks="$1"
 shift
+if ! [[ "$ntasks" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_srun_job: NTASKS must be a positive number of tasks, not '$ntasks'" >&2
+  exit 2
+fi
 
 skip() { echo "run_srun_job: $*; skipped"; exit 77; }
 [[ "$(id -u)" == 0 ]] || skip "needs root (the Slurm daemons of the private cluster run as root)"
@@ -37,6 +41,7 @@ done
 [[ -n "$plugin_dir" ]] || skip "Slurm's mpi_pmix plugin is not installed"
 
 dir="$(mktemp -d /tmp/rma-slurm.XXXXXX)" || exit 1
+chmod 755 "$dir"  # munged wants its socket directory searchable by all (the key stays 0400)
 pids=()
 # Every process of this cluster (daemons, step daemons, tasks) inherits
 # SLURM_CONF from here: kills those that are left, but not this shell.

@@ -80,7 +80,7 @@ Result<std::vector<PublishedCounters>> read_published(std::optional<int> pid) {
   return out;
 }
 
-std::vector<std::string> remove_stale_published() {
+std::vector<std::string> remove_stale_published(std::optional<int> pid) {
   std::vector<std::string> removed;
   auto dir = config::get_string("RMA_STATS_DIR");
   if (!dir.ok()) return removed;
@@ -88,7 +88,7 @@ std::vector<std::string> remove_stale_published() {
   if (d == nullptr) return removed;  // nothing was published there
   while (dirent* e = ::readdir(d)) {
     const int file_pid = published_pid(e->d_name);
-    if (file_pid <= 0 || process_alive(file_pid)) continue;
+    if (file_pid <= 0 || (pid && *pid != file_pid) || process_alive(file_pid)) continue;
     const std::string path = *dir + "/" + e->d_name;
     if (::unlink(path.c_str()) == 0) removed.push_back(path);
   }

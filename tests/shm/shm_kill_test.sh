@@ -3,15 +3,17 @@
 # itself with SIGKILL in the middle of traffic (shm_rank.cpp). The survivors
 # must report its death cleanly and end normally (rmarun --grace gives them
 # the time), rmarun must name the killed rank, and nothing of any rank may
-# stay in /dev/shm.
+# stay in /dev/shm, nor any rank's published counters (RMA_STATS=shm, in a
+# directory of this test's own).
 # Usage: shm_kill_test.sh RMARUN RMA_SHM_RANK
 set -uo pipefail
 rmarun="$1" rank="$2"
 out=$(mktemp /tmp/rma-shm-kill.XXXXXX)
-trap 'rm -f "$out"' EXIT
+stats=$(mktemp -d /tmp/rma-shm-kill-stats.XXXXXX)
+trap 'rm -rf "$out" "$stats"' EXIT
 fail() { echo "FAIL: $*"; sed 's/^/  | /' "$out"; exit 1; }
 
-timeout 60 "$rmarun" -n 3 --grace 30 --timeout 50 "$rank" >"$out" 2>&1
+RMA_STATS=shm RMA_STATS_DIR="$stats" timeout 60 "$rmarun" -n 3 --grace 30 --timeout 50 "$rank" >"$out" 2>&1
 rc=$?
 [[ $rc -ne 0 ]] || fail "rmarun exited 0 although rank 2 was killed"
 grep -q "rank 2 (pid [0-9]*) .*signal" "$out" || grep -q "rank 2 (pid [0-9]*) .*SIGKILL\|rank 2 (pid [0-9]*) .*killed" "$out" ||
@@ -25,5 +27,8 @@ pids=$(sed -n 's/^rank [0-9] pid \([0-9]*\)$/\1/p' "$out")
 for p in $pids; do
   left=$(ls /dev/shm | grep "^rma\.$(id -u)\.$p\." || true)
   [[ -z "$left" ]] || fail "left in /dev/shm by pid $p: $left"
+  [[ ! -e "$stats/librma-stats.$p" ]] || fail "counters of pid $p left in RMA_STATS_DIR"
 done
-echo "PASS: rank 2 killed mid-traffic, ranks 0 and 1 reported it and ended, nothing left in /dev/shm"
+grep -q "rmarun: removed $stats/librma-stats\.[0-9]* left by pid" "$out" ||
+  fail "rmarun did not say it removed the killed rank's counters (did the ranks publish any?)"
+echo "PASS: rank 2 killed mid-traffic, ranks 0 and 1 reported it and ended, nothing left in /dev/shm or RMA_STATS_DIR"

@@ -27,6 +27,7 @@
 #include "bootstrap/timeout.hpp"
 #include "bootstrap/wire_protocol.hpp"
 #include "rma/sdk/node.hpp"
+#include "rma/sdk/stats.hpp"
 #include "rma/version.hpp"
 
 namespace {
@@ -76,8 +77,8 @@ class Job {
   bool listen_socket();
   bool spawn(char** argv);
   void reap();
-  // A rank was reaped: its shared segments go (a rank that was killed or
-  // crashed never unlinked them).
+  // A rank was reaped: its shared segments and published counters go (a
+  // rank that was killed or crashed never unlinked them).
   void exited(Rank& r);
   void on_readable(std::size_t rank);
   void on_new_connection(int fd);
@@ -214,6 +215,11 @@ void Job::exited(Rank& r) {
   // Reaped, so the pid is free: its segments are stale whoever reuses it.
   for (const std::string& n : rma::node::remove_stale_segments(static_cast<std::uint32_t>(r.pid))) {
     std::fprintf(stderr, "rmarun: removed /dev/shm%s left by pid %d\n", n.c_str(), static_cast<int>(r.pid));
+  }
+  // And the counters it published (RMA_STATS=shm), which only its own exit
+  // removes.
+  for (const std::string& f : rma::stats::remove_stale_published(static_cast<int>(r.pid))) {
+    std::fprintf(stderr, "rmarun: removed %s left by pid %d\n", f.c_str(), static_cast<int>(r.pid));
   }
 }
 

@@ -45,8 +45,9 @@ struct PublishedCounters {
 Result<std::vector<PublishedCounters>> read_published(std::optional<int> pid = std::nullopt);
 
 // Removes the files under RMA_STATS_DIR that processes which died left
-// (rma_info --cleanup); returns their paths.
-std::vector<std::string> remove_stale_published();
+// (rma_info --cleanup; a launcher, for the pid of a child it reaped);
+// returns their paths.
+std::vector<std::string> remove_stale_published(std::optional<int> pid = std::nullopt);
 
 }  // namespace rma::stats
 

@@ -117,9 +117,11 @@ class QpImpl final : public QueuePair {
   // checks, in full).
   // The fast paths (post() inlines them; a serialized QP whose completion
   // the send CQ's owner ring, ours, can take now): kSmall, at most
-  // kInlineCopyMax bytes, calls nothing; kCopyCall calls only memcpy.
+  // kInlineCopyMax bytes, calls nothing; kMid, at most kMidCopyMax bytes
+  // where the CPU copies those inline (copy_bytes.hpp), calls nothing
+  // either; kCopyCall calls only memcpy.
   // kGeneral: everything else post_now takes (post_general).
-  enum class PostPath : std::uint8_t { kGeneral, kSmall, kCopyCall };
+  enum class PostPath : std::uint8_t { kGeneral, kSmall, kMid, kCopyCall };
   template <PostPath kPath>
   [[gnu::always_inline]] bool post_now(const WorkRequest& wr) noexcept;
   // post() when its fast paths said no.

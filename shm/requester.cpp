@@ -56,8 +56,10 @@ PostResult QpImpl::post(std::span<const WorkRequest> wrs) noexcept {
   // made it 1 ns faster, a 512 B READ 1 ns and a 4 KiB READ 2 ns faster
   // than post_general.
   if (wrs.size() == 1 && serialized_ && !waiting_.load(std::memory_order_acquire) && wrs[0].sgl.size() == 1) {
-    if (wrs[0].sgl[0].length <= kInlineCopyMax ? post_now<PostPath::kSmall>(wrs[0])
-                                                : post_now<PostPath::kCopyCall>(wrs[0])) [[likely]] {
+    const std::uint32_t len = wrs[0].sgl[0].length;
+    if (len <= kInlineCopyMax                                  ? post_now<PostPath::kSmall>(wrs[0])
+        : len <= kMidCopyMax && copy_bytes_mid_inline() ? post_now<PostPath::kMid>(wrs[0])
+                                                               : post_now<PostPath::kCopyCall>(wrs[0])) [[likely]] {
       return {};
     }
   }
@@ -99,7 +101,8 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
   // and cannot fail once begun: a completion that the CQ could not take,
   // an unmap being applied (sync() would wait) are the general path's.
   if constexpr (kFast) {
-    if ((kPath == PostPath::kSmall && len > kInlineCopyMax) || !owns_cq_ring_ || orphans_.applying() ||
+    if ((kPath == PostPath::kSmall && len > kInlineCopyMax) || (kPath == PostPath::kMid && len > kMidCopyMax) ||
+        !owns_cq_ring_ || orphans_.applying() ||
         !send_cq_->owner_can_stage()) {
       return false;
     }
@@ -163,6 +166,8 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
     case Opcode::kRdmaWrite:
       if constexpr (kPath == PostPath::kSmall) {
         copy_small_bytes(at, mine, len);
+      } else if constexpr (kPath == PostPath::kMid) {
+        copy_mid_bytes(at, mine, len);
       } else {
         copy_bytes(at, mine, len);
       }
@@ -170,6 +175,8 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
     case Opcode::kRdmaRead:
       if constexpr (kPath == PostPath::kSmall) {
         copy_small_bytes(mine, at, len);
+      } else if constexpr (kPath == PostPath::kMid) {
+        copy_mid_bytes(mine, at, len);
       } else {
         copy_bytes(mine, at, len);
       }

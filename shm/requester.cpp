@@ -101,7 +101,8 @@ inline bool QpImpl::post_now(const WorkRequest& wr) noexcept {
   // and cannot fail once begun: a completion that the CQ could not take,
   // an unmap being applied (sync() would wait) are the general path's.
   if constexpr (kFast) {
-    if ((kPath == PostPath::kSmall && len > kInlineCopyMax) || (kPath == PostPath::kMid && len > kMidCopyMax) ||
+    if ((kPath == PostPath::kSmall && len > kInlineCopyMax) ||
+        (kPath == PostPath::kMid && (len <= kInlineCopyMax || len > kMidCopyMax)) ||
         !owns_cq_ring_ || orphans_.applying() ||
         !send_cq_->owner_can_stage()) {
       return false;

@@ -8,6 +8,9 @@
 
 namespace rma::shm {
 
+static_assert(swkit::kCqPageOffset + sizeof(CqImpl) <= swkit::kPlacementPage,
+              "a CQ must fit its page from its offset on (swkit/page_placed.hpp)");
+
 Result<std::shared_ptr<CqImpl>> CqImpl::create(std::shared_ptr<DeviceImpl> device, std::uint32_t depth) {
   const std::uint32_t max_cqe = device->caps().max_cqe;
   if (depth == 0 || depth > max_cqe) {

@@ -46,11 +46,12 @@
 #include "rma/sdk/provider.hpp"
 #include "shm/device.hpp"
 #include "swkit/completion_ring.hpp"
+#include "swkit/page_placed.hpp"
 #include "swkit/work_queue.hpp"
 
 namespace rma::shm {
 
-class CqImpl final : public CompletionQueue {
+class CqImpl final : public CompletionQueue, public swkit::PagePlaced<swkit::kCqPageOffset> {
  public:
   static Result<std::shared_ptr<CqImpl>> create(std::shared_ptr<DeviceImpl> device, std::uint32_t depth);
 

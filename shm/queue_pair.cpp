@@ -17,6 +17,9 @@ namespace rma::shm {
 
 // ------------------------------------------------------------------ life cycle
 
+static_assert(swkit::kQpPageOffset + sizeof(QpImpl) <= swkit::kCqPageOffset,
+              "a QP must end before a CQ begins in its page (swkit/page_placed.hpp)");
+
 QpImpl::QpImpl(std::shared_ptr<PdImpl> pd, const QpConfig& c, std::shared_ptr<CqImpl> send_cq,
                std::shared_ptr<CqImpl> recv_cq) noexcept
     : pd_(std::move(pd)),

@@ -54,12 +54,13 @@
 #include "shm/segment.hpp"
 #include "swkit/lkey_cache.hpp"
 #include "swkit/orphan_tracker.hpp"
+#include "swkit/page_placed.hpp"
 #include "swkit/vendor_err.hpp"
 #include "swkit/work_queue.hpp"
 
 namespace rma::shm {
 
-class QpImpl final : public QueuePair {
+class QpImpl final : public QueuePair, public swkit::PagePlaced<swkit::kQpPageOffset> {
  public:
   static Result<std::unique_ptr<QueuePair>> create(std::shared_ptr<PdImpl> pd, const QpConfig& config);
   ~QpImpl() override;

@@ -1,5 +1,6 @@
 // swkit, the kit the software providers share: the random-identifier index,
-// the CSPRNG and the mapping-rights check of a registration. (The orphan
+// the CSPRNG, the mapping-rights check of a registration and the page
+// placement of data-path objects. (The orphan
 // tracker is covered through the providers: self_orphan_test.cpp and
 // softroce's rc_hardening_test.cpp.)
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <random>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
@@ -15,6 +17,7 @@
 
 #include "swkit/id_index.hpp"
 #include "swkit/mapping_rights.hpp"
+#include "swkit/page_placed.hpp"
 #include "swkit/secure_random.hpp"
 
 namespace rma::swkit {
@@ -145,6 +148,35 @@ TEST(MappingRights, NamesTheFirstAddressThatLacksARight) {
   EXPECT_NE(st.message().find("not readable"), std::string::npos) << st.to_string();
   EXPECT_TRUE(check_mapping_rights(p, 0, Access::kNone).ok()) << "nothing to check";
   ::munmap(p, 2 * page);
+}
+
+struct PlacedAtQpOffset : PagePlaced<kQpPageOffset> {
+  unsigned char bytes[kCqPageOffset - kQpPageOffset];
+  virtual ~PlacedAtQpOffset() = default;
+};
+struct PlacedDerived final : PlacedAtQpOffset {};
+struct TooLargeForItsOffset : PagePlaced<kCqPageOffset> {
+  unsigned char bytes[kPlacementPage - kCqPageOffset + 1];
+};
+
+// Objects start at their offset in a page of their own and fill it up to its
+// end at most; one too large is refused, not placed across the page's end.
+// Deleting through a base finds the placed object's page (ASan would report
+// a free of a pointer it never handed out otherwise).
+TEST(PagePlaced, PutsEachObjectAtItsOffsetInAPageOfItsOwn) {
+  std::vector<PlacedAtQpOffset*> objects;
+  std::set<std::uintptr_t> pages;
+  for (int i = 0; i < 16; ++i) {
+    PlacedAtQpOffset* p = new (std::nothrow) PlacedDerived;
+    ASSERT_NE(p, nullptr);
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    EXPECT_EQ(at % kPlacementPage, kQpPageOffset);
+    EXPECT_TRUE(pages.insert(at / kPlacementPage).second) << "two objects in one page";
+    std::memset(p->bytes, 0xa5, sizeof p->bytes);  // the whole object is ours (ASan checks)
+    objects.push_back(p);
+  }
+  for (PlacedAtQpOffset* p : objects) delete p;
+  EXPECT_EQ(new (std::nothrow) TooLargeForItsOffset, nullptr);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // copy_bytes: every length from 0 to past the inline limits (64 bytes, and
-// 512 with AVX-512) copies exactly its bytes, at every alignment of source
-// and destination, and touches no byte around the destination.
+// 512 with AVX-512) and the AVX-512 page copy (4096) copies exactly its
+// bytes, at every alignment of source and destination (from 601 bytes on
+// at four), and touches no byte around the destination.
 #include "rma/sdk/copy_bytes.hpp"
 
 #include <gtest/gtest.h>
@@ -15,9 +16,11 @@
 namespace rma {
 namespace {
 
-// Past the 64-byte inline limit and its 32/16/8/4 steps, and past the
-// AVX-512 copy's 128/256/512 steps.
-constexpr std::size_t kMaxLen = 600;
+// Past the 64-byte inline limit and its 32/16/8/4 steps, past the AVX-512
+// copy's 128/256/512 steps (at every alignment) and past its 4096-byte page
+// copy.
+constexpr std::size_t kMaxLen = 4200;
+constexpr std::size_t kEveryAlignmentUpTo = 600;
 constexpr std::size_t kGuard = 16;
 constexpr std::uint8_t kUntouched = 0xA5;
 
@@ -25,8 +28,9 @@ TEST(CopyBytes, CopiesExactlyTheBytesAtEveryLengthAndAlignment) {
   std::array<std::uint8_t, kMaxLen + 2 * kGuard + 8> src{};
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 7 + 1);
   for (std::size_t len = 0; len <= kMaxLen; ++len) {
-    for (std::size_t src_off = 0; src_off < 8; ++src_off) {
-      for (std::size_t dst_off = 0; dst_off < 8; ++dst_off) {
+    const std::size_t step = len <= kEveryAlignmentUpTo ? 1 : 5;
+    for (std::size_t src_off = 0; src_off < 8; src_off += step) {
+      for (std::size_t dst_off = 0; dst_off < 8; dst_off += step) {
         std::array<std::uint8_t, kMaxLen + 2 * kGuard + 8> dst;
         dst.fill(kUntouched);
         copy_bytes(dst.data() + kGuard + dst_off, src.data() + src_off, len);
@@ -65,8 +69,8 @@ TEST(CopyBytes, LargeCopiesInPiecesCopyEveryByte) {
   }
 }
 
-// The AVX-512 copy's source and destination each end at a page whose next
-// page is inaccessible: it reads and writes nothing past either.
+// The AVX-512 copies' source and destination each end at a page whose next
+// page is inaccessible: they read and write nothing past either.
 TEST(CopyBytes, MidSizeCopyStopsAtTheEndOfBothRanges) {
   RecordProperty("mid_size_copy_inline", copy_bytes_mid_inline() ? "yes" : "no (memcpy)");
   const long page = ::sysconf(_SC_PAGESIZE);
@@ -77,7 +81,7 @@ TEST(CopyBytes, MidSizeCopyStopsAtTheEndOfBothRanges) {
   ASSERT_EQ(::mprotect(area + 3 * page, page, PROT_NONE), 0);
   std::uint8_t* const src_end = area + page;
   std::uint8_t* const dst_end = area + 3 * page;
-  for (std::size_t len = 65; len <= 512; ++len) {
+  for (std::size_t len = 65; len <= kPageCopyMax && len <= static_cast<std::size_t>(page); ++len) {
     std::uint8_t* src = src_end - len;
     std::uint8_t* dst = dst_end - len;
     for (std::size_t i = 0; i < len; ++i) src[i] = static_cast<std::uint8_t>(len + i);

@@ -31,7 +31,7 @@ inline constexpr std::uintptr_t kAliasingDistance = 64;
 inline void copy_mapped(void* to, const void* from, std::size_t bytes) noexcept {
   const auto ahead = (reinterpret_cast<std::uintptr_t>(to) - reinterpret_cast<std::uintptr_t>(from)) & 4095u;
   if (ahead == 0 || ahead >= kAliasingDistance || bytes < kMisalignedCopyMin || bytes > kMisalignedCopyMax) {
-    rma::copy_bytes(to, from, bytes);  // memcpy, in pieces from 1 MiB (rma/sdk/copy_bytes.hpp says why)
+    rma::copy_bytes(to, from, bytes);  // AVX-512 up to 4 KiB where it can, memcpy above (rma/sdk/copy_bytes.hpp says why)
     return;
   }
   auto* d = static_cast<std::byte*>(to);

@@ -197,25 +197,35 @@ inline const bool kCpuHasAvx512 = [] {
 #endif
 }
 
-// 64 < n <= kMidCopyMax bytes where copy_bytes_mid_inline(): inline and
-// without a call (elsewhere, and for a range ASan calls bad, memcpy).
-[[gnu::always_inline]] inline void copy_mid_bytes(void* dst, const void* src, std::size_t n) noexcept {
-#if defined(__x86_64__)
-  auto* d = static_cast<unsigned char*>(dst);
-  const auto* s = static_cast<const unsigned char*>(src);
+namespace detail {
+// Before a copy in inline assembly, which the sanitizers do not see: under
+// ASan a range it calls bad goes to memcpy, whose interceptor reports it
+// (true: copied); under TSan it is told both ranges.
+[[gnu::always_inline]] inline bool copied_for_sanitizer(unsigned char* d, const unsigned char* s,
+                                                        std::size_t n) noexcept {
 #if defined(RMA_COPY_BYTES_ASAN)
-  // memcpy's interceptor reports a bad range.
   if (__asan_region_is_poisoned(const_cast<unsigned char*>(s), n) != nullptr ||
       __asan_region_is_poisoned(d, n) != nullptr) {
     std::memcpy(d, s, n);
-    return;
+    return true;
   }
 #endif
 #if defined(RMA_COPY_BYTES_TSAN)
   __tsan_read_range(const_cast<unsigned char*>(s), n);
   __tsan_write_range(d, n);
 #endif
-  detail::copy_mid_avx512(d, s, n);
+  (void)d, (void)s, (void)n;
+  return false;
+}
+}  // namespace detail
+
+// 64 < n <= kMidCopyMax bytes where copy_bytes_mid_inline(): inline and
+// without a call (elsewhere, and for a range ASan calls bad, memcpy).
+[[gnu::always_inline]] inline void copy_mid_bytes(void* dst, const void* src, std::size_t n) noexcept {
+#if defined(__x86_64__)
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  if (!detail::copied_for_sanitizer(d, s, n)) detail::copy_mid_avx512(d, s, n);
 #else
   std::memcpy(dst, src, n);
 #endif
@@ -234,18 +244,7 @@ inline constexpr std::size_t kPageCopyMax = 4096;
 #if defined(__x86_64__)
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
-#if defined(RMA_COPY_BYTES_ASAN)
-  if (__asan_region_is_poisoned(const_cast<unsigned char*>(s), n) != nullptr ||
-      __asan_region_is_poisoned(d, n) != nullptr) {
-    std::memcpy(d, s, n);
-    return;
-  }
-#endif
-#if defined(RMA_COPY_BYTES_TSAN)
-  __tsan_read_range(const_cast<unsigned char*>(s), n);
-  __tsan_write_range(d, n);
-#endif
-  detail::copy_page_avx512(d, s, n);
+  if (!detail::copied_for_sanitizer(d, s, n)) detail::copy_page_avx512(d, s, n);
 #else
   std::memcpy(dst, src, n);
 #endif

@@ -23,12 +23,11 @@
 // From 513 to 4096 bytes on the same CPUs, a loop of 256-byte blocks (four
 // 64-byte loads, then the stores; one call): glibc 2.36's memcpy, `rep
 // movsb` from 2 KiB on, ran on the Zen 5 host at about half the loop's speed
-// while both ranges were in the caches (one process, pinned, best of 300:
-// 4 KiB 41 against 21 ns, 2 KiB 15.0 against 11.6, 1 KiB 8.1 against 6.6;
-// 4 KiB blocks spread over 2 MiB 165 against 114 ns) and as fast when they
-// came from memory (spread over 64 MiB: 4 KiB 375 against 371 ns); from
-// 8 KiB on, from memory, `rep movsb` was 10 % faster, so larger copies
-// stay glibc's. The shm provider's 4 KiB READ took 45 instead of 51 ns,
+// at 4 KiB while both ranges were in the caches (`rma_engine_bench
+// --benchmark_filter='BM_(CopyBytes|Memcpy)'`, bench/README.md: 35.6
+// against 19.3 ns) and as fast when they came from memory (blocks spread
+// over 64 MiB: 358 against 364 ns); from 8 KiB on, from memory, `rep movsb`
+// was about 10 % faster in one-process tests, so larger copies stay glibc's. The shm provider's 4 KiB READ took 45 instead of 51 ns,
 // its 4 KiB WRITE stream moved 130,000 instead of 92,000 MiB/s
 // (bench/README.md).
 // The loads and stores are in inline assembly, which the sanitizers do not

@@ -60,7 +60,7 @@ void RcQp::enter_error() noexcept {
   sq_send_ = sq_assigned_ = sq_.tail();
   rd_atomic_outstanding_ = 0;
   while (rq_next_ < rq_.tail()) complete_recv(WcStatus::kWrFlushErr, VerbOp::kRecv, 0, false, 0, kVeFlushed);
-  for (Resource& r : res_) r.pending = false;
+  res_pending_.clear();
   ack_pending_ = false;
   in_msg_ = InMsg::kNone;
 }

@@ -5,6 +5,7 @@
 // and the coalesced ACK / NAK / response transmission.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "rc/qp.hpp"
 #include "rc/verb_ops.hpp"
@@ -73,7 +74,8 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
   const std::uint32_t psn = pkt.h.psn;
   const auto op = static_cast<RoceOp>(pkt.h.opcode);
   if (op == RoceOp::kReadRequest) {
-    for (Resource& r : res_) {
+    for (std::uint32_t i = 0; i < kResources; ++i) {
+      Resource& r = res_[i];
       if (r.kind != Resource::kRead || !psn_in(psn, r.first_psn, r.last_psn)) continue;
       const std::uint64_t off = std::uint64_t{psn_diff(psn, r.first_psn)} * mtu_;
       const std::uint64_t rest = r.len - std::min<std::uint64_t>(off, r.len);
@@ -81,10 +83,9 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
         continue;  // not a subset of what was executed: ignore
       }
       // Already sending and not yet past the requested PSN: it gets there.
-      if (r.pending && psn_compare(psn, r.cur_psn) >= 0) return;
+      if (res_pending_.contains(i) && psn_compare(psn, r.cur_psn) >= 0) return;
       r.cur_psn = psn;
-      r.pending = true;
-      responses_queued_ = true;
+      res_pending_.insert(i);
       ++ctr_.read_replays;
       return;
     }
@@ -92,10 +93,9 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
     return;  // resource gone: drop, the requester will retry
   }
   if (op == RoceOp::kCompareSwap || op == RoceOp::kFetchAdd) {
-    for (Resource& r : res_) {
-      if (r.kind == Resource::kAtomic && r.first_psn == psn) {
-        r.pending = true;  // answer again with the saved value; never re-execute
-        responses_queued_ = true;
+    for (std::uint32_t i = 0; i < kResources; ++i) {
+      if (res_[i].kind == Resource::kAtomic && res_[i].first_psn == psn) {
+        res_pending_.insert(i);  // answer again with the saved value; never re-execute
         ++ctr_.atomic_replays;
         return;
       }
@@ -250,15 +250,18 @@ void RcQp::execute_read(const Packet& pkt) noexcept {
     }
   }
   const std::uint32_t n = packets_for(len, mtu_);
-  Resource& r = res_[res_next_];
+  // A requester that keeps more than kResources outstanding (against what
+  // the connection set) takes the oldest slot's place: its responses stop,
+  // and its retry finds no resource (as rdma_rxe's responder does).
+  const std::uint32_t slot = res_next_;
+  Resource& r = res_[slot];
   res_next_ = (res_next_ + 1) % kResources;
   msn_ = psn_add(msn_, 1);
   r.kind = Resource::kRead;
   r.first_psn = pkt.h.psn;
   r.last_psn = psn_add(pkt.h.psn, n - 1);
   r.cur_psn = pkt.h.psn;
-  r.pending = true;
-  responses_queued_ = true;
+  res_pending_.insert(slot);
   r.va = pkt.h.reth_va;
   r.len = len;
   r.rkey = pkt.h.reth_rkey;
@@ -294,13 +297,13 @@ void RcQp::execute_atomic(const Packet& pkt) noexcept {
     __atomic_compare_exchange_n(target, &orig, pkt.h.atomic_swap_add, false, __ATOMIC_SEQ_CST,
                                 __ATOMIC_SEQ_CST);
   }
-  Resource& r = res_[res_next_];
+  const std::uint32_t slot = res_next_;
+  Resource& r = res_[slot];
   res_next_ = (res_next_ + 1) % kResources;
   msn_ = psn_add(msn_, 1);
   r.kind = Resource::kAtomic;
   r.first_psn = r.last_psn = r.cur_psn = pkt.h.psn;
-  r.pending = true;
-  responses_queued_ = true;
+  res_pending_.insert(slot);
   r.va = va;
   r.len = 8;
   r.rkey = pkt.h.atomic_rkey;
@@ -323,9 +326,10 @@ bool RcQp::send_ack(std::uint8_t syndrome, std::uint32_t psn, bool atomic, std::
   return true;
 }
 
-bool RcQp::send_read_response(Resource& r) noexcept {
+bool RcQp::send_read_response(std::uint32_t slot) noexcept {
+  Resource& r = res_[slot];
   const std::uint32_t n = psn_diff(r.last_psn, r.first_psn) + 1;
-  while (r.pending) {
+  while (res_pending_.contains(slot)) {
     std::uint8_t* buf = tx_buffer();
     if (buf == nullptr) return false;
     const std::uint32_t idx = psn_diff(r.cur_psn, r.first_psn);
@@ -333,7 +337,7 @@ bool RcQp::send_read_response(Resource& r) noexcept {
     const auto len = static_cast<std::size_t>(std::min<std::uint64_t>(mtu_, r.len - std::min<std::uint64_t>(off, r.len)));
     if (len > 0 &&
         check_remote(engine_.keys(), pd_, r.rkey, r.va + off, len, Access::kRemoteRead) != kVeNone) {
-      r.pending = false;  // deregistered since: stop; the requester times out
+      res_pending_.erase(slot);  // deregistered since: stop; the requester times out
       r.kind = Resource::kFree;
       return true;
     }
@@ -354,7 +358,7 @@ bool RcQp::send_read_response(Resource& r) noexcept {
     // references it until progress() ends (Engine::tx_commit).
     emit(f, len, len > 0 ? reinterpret_cast<const std::uint8_t*>(r.va + off) : nullptr);
     if (r.cur_psn == r.last_psn) {
-      r.pending = false;
+      res_pending_.erase(slot);
     } else {
       r.cur_psn = psn_add(r.cur_psn, 1);
     }
@@ -363,22 +367,21 @@ bool RcQp::send_read_response(Resource& r) noexcept {
 }
 
 bool RcQp::transmit_responses() noexcept {
-  if (responses_queued_ && (state() == QpState::kRts || state() == QpState::kRtr)) {
-    // READ responses and atomic acknowledgements, oldest resource first;
-    // ACKs follow them so they never overtake a response on the wire.
-    for (std::uint32_t k = 0; k < kResources; ++k) {
-      Resource& r = res_[(res_next_ + k) % kResources];
-      if (!r.pending) continue;
-      if (r.kind == Resource::kRead) {
-        if (!send_read_response(r)) return true;
-      } else {
-        if (!send_ack(make_syndrome(AckType::kAck, kAckUnlimitedCredits), r.first_psn, true, r.orig)) return true;
-        r.pending = false;
+  if (!res_pending_.empty() && (state() == QpState::kRts || state() == QpState::kRtr)) {
+    // READ responses and atomic acknowledgements, oldest resource first
+    // (the ring from res_next_ to its end, then from its start); ACKs
+    // follow them so they never overtake a response on the wire.
+    for (const auto& [from, end] : {std::pair{res_next_, kResources}, std::pair{0u, res_next_}}) {
+      for (std::uint32_t i = res_pending_.first_from(from); i < end; i = res_pending_.first_from(i + 1)) {
+        const Resource& r = res_[i];
+        if (r.kind == Resource::kRead) {
+          if (!send_read_response(i)) return true;
+        } else {
+          if (!send_ack(make_syndrome(AckType::kAck, kAckUnlimitedCredits), r.first_psn, true, r.orig)) return true;
+          res_pending_.erase(i);
+        }
       }
     }
-    // Every resource was served (a full ring returned above): an idle call
-    // need not walk the resources again until one is queued.
-    responses_queued_ = false;
   }
   if (nak_pending_) {
     if (!send_ack(nak_syndrome_, nak_psn_, false, 0)) return true;

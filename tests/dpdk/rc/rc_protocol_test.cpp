@@ -5,7 +5,9 @@
 
 #include <sys/resource.h>
 
+#include <array>
 #include <atomic>
+#include <memory>
 
 #include "harness.hpp"
 #include "wire/byte_order.hpp"
@@ -380,6 +382,132 @@ TEST_F(RcProtocol, DuplicateAtomicIsNotExecutedTwice) {
   EXPECT_EQ(dst_.u64(128), 99u);
   auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
   EXPECT_GE(cb.atomic_replays, 2u);
+}
+
+// The device offers rdma_rxe's 128 responder resources, and a requester
+// that keeps 128 READs and atomics outstanding puts all of them on the link
+// at once; each is answered, in order, with nothing replayed.
+TEST_F(RcProtocol, EveryResponderResourceServesAnOutstandingReadOrAtomic) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 1024;
+  o.qp.max_rd_atomic = 128;
+  open(o);
+  ASSERT_EQ(pair_->a.dev->info().caps.max_qp_rd_atom, 128u);
+  constexpr int kN = 128;
+  constexpr std::size_t kLen = 2048;     // two response packets each
+  constexpr std::size_t kWords = kN * kLen;
+  Buffer res = make_buffer(*pair_->a.pd, kN * 8);
+  fill_pattern(dst_.data, kWords, 21);
+  std::memset(src_.data, 0, kWords);
+  for (int i = 0; i < kN; ++i) dst_.set_u64(kWords + i * 8, 1000 + i);
+  std::vector<Sge> sges(kN);
+  std::vector<WorkRequest> wrs(kN);
+  for (int i = 0; i < kN; ++i) {
+    if (i % 8 == 7) {  // every 8th a fetch-and-add on a word of its own
+      sges[i] = res.sge(i * 8, 8);
+      wrs[i] = wr(rma::Opcode::kAtomicFetchAdd, &sges[i], 1, dst_.addr(kWords + i * 8), dst_.rkey(), i);
+      wrs[i].compare_add = static_cast<std::uint64_t>(i) + 1;
+    } else {
+      sges[i] = src_.sge(i * kLen, kLen);
+      wrs[i] = wr(rma::Opcode::kRdmaRead, &sges[i], 1, dst_.addr(i * kLen), dst_.rkey(), i);
+    }
+  }
+  ASSERT_TRUE(pair_->a.qp->post({wrs.data(), wrs.size()}).ok());
+  pair_->a.sdev->progress();  // A alone: every request leaves in this call
+  EXPECT_EQ(pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value().tx_frames, std::uint64_t{kN});
+  auto got = pair_->wait(pair_->a, kN);
+  ASSERT_EQ(got.size(), std::size_t{kN});
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(got[i].wr_id, std::uint64_t(i));
+    EXPECT_EQ(got[i].status, WcStatus::kSuccess) << i;
+    if (i % 8 == 7) {
+      EXPECT_EQ(res.u64(i * 8), std::uint64_t(1000 + i)) << i;
+      EXPECT_EQ(dst_.u64(kWords + i * 8), std::uint64_t(1000 + 2 * i + 1)) << i;
+    } else {
+      EXPECT_EQ(std::memcmp(src_.data + i * kLen, dst_.data + i * kLen, kLen), 0) << i;
+    }
+  }
+  auto ca = pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value();
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_EQ(ca.retransmitted_packets, 0u);
+  EXPECT_EQ(cb.read_replays, 0u);
+  EXPECT_EQ(cb.stale_duplicates, 0u);
+  EXPECT_EQ(cb.tx_frames, std::uint64_t{kN / 8 * 7 * 2 + kN / 8});  // 2 per READ, 1 per atomic
+}
+
+// Lost responses after the resource ring has wrapped several times (its
+// oldest slot then in the middle): the requester asks again, the responder
+// replays READs and answers atomics from their slots, oldest first.
+TEST_F(RcProtocol, ResponsesLostAfterTheResourceRingWrapsAreReplayed) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 1024;
+  o.qp.max_rd_atomic = 128;
+  open(o);
+  constexpr int kN = 100;      // per round: the ring's oldest slot moves by 100 each time
+  constexpr int kRounds = 4;
+  constexpr std::size_t kLen = 2048;
+  constexpr std::size_t kWords = kN * kLen;
+  Buffer res = make_buffer(*pair_->a.pd, kN * 8);
+  // B sends 188 frames a round (88 READs of two responses, 12 atomic
+  // acknowledgements): from its 400th frame on (the third round), drop the
+  // first READ response that ends a READ, and a little later the first
+  // atomic acknowledgement, once each.
+  auto dropped = std::make_shared<std::array<bool, 2>>();
+  pair_->b.link->set_drop_filter([dropped](std::uint64_t i, std::span<const std::uint8_t> head) {
+    const std::uint8_t op = frame_opcode(head);
+    if (i >= 400 && !(*dropped)[0] && op == static_cast<std::uint8_t>(Opcode::kReadResponseLast)) {
+      return (*dropped)[0] = true;
+    }
+    if (i >= 460 && !(*dropped)[1] && op == static_cast<std::uint8_t>(Opcode::kAtomicAcknowledge)) {
+      return (*dropped)[1] = true;
+    }
+    return false;
+  });
+  std::uint64_t expect_word[kN];
+  for (int i = 0; i < kN; ++i) {
+    dst_.set_u64(kWords + i * 8, 5000 + i);
+    expect_word[i] = 5000 + i;
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    fill_pattern(dst_.data, kWords, 40 + round);
+    std::memset(src_.data, 0, kWords);
+    std::vector<Sge> sges(kN);
+    std::vector<WorkRequest> wrs(kN);
+    for (int i = 0; i < kN; ++i) {
+      if (i % 8 == 7) {
+        sges[i] = res.sge(i * 8, 8);
+        wrs[i] = wr(rma::Opcode::kAtomicFetchAdd, &sges[i], 1, dst_.addr(kWords + i * 8), dst_.rkey(), i);
+        wrs[i].compare_add = 3;
+      } else {
+        sges[i] = src_.sge(i * kLen, kLen);
+        wrs[i] = wr(rma::Opcode::kRdmaRead, &sges[i], 1, dst_.addr(i * kLen), dst_.rkey(), i);
+      }
+    }
+    ASSERT_TRUE(pair_->a.qp->post({wrs.data(), wrs.size()}).ok());
+    auto got = pair_->wait(pair_->a, kN);
+    ASSERT_EQ(got.size(), std::size_t{kN}) << "round " << round;
+    for (int i = 0; i < kN; ++i) {
+      ASSERT_EQ(got[i].status, WcStatus::kSuccess) << "round " << round << " request " << i;
+      if (i % 8 == 7) {
+        EXPECT_EQ(res.u64(i * 8), expect_word[i]) << "round " << round << " request " << i;
+        expect_word[i] += 3;
+        EXPECT_EQ(dst_.u64(kWords + i * 8), expect_word[i]) << "added once";
+      } else {
+        EXPECT_EQ(std::memcmp(src_.data + i * kLen, dst_.data + i * kLen, kLen), 0) << "round " << round;
+      }
+    }
+    if (round == 1) {
+      // The second round's slots ran past the ring's end (100..127, then
+      // 0..71) with nothing lost: answered oldest first, so in order, and
+      // nothing was asked twice.
+      EXPECT_EQ(pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value().retransmitted_packets, 0u);
+      EXPECT_EQ(pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value().duplicate_requests, 0u);
+    }
+  }
+  EXPECT_TRUE((*dropped)[0] && (*dropped)[1]);
+  auto cb = pair_->b.sdev->qp_counters(pair_->b.qp->qp_num()).value();
+  EXPECT_GE(cb.read_replays, 1u);
+  EXPECT_GE(cb.atomic_replays, 1u);
 }
 
 TEST_F(RcProtocol, SendAndWriteWithImmediate) {

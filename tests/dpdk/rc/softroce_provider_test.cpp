@@ -31,7 +31,7 @@ TEST(SoftRoceDevice, InfoAndMtuFromTheLink) {
   EXPECT_EQ(i.transport, "RoCE v2");
   EXPECT_EQ(i.link_layer, "Ethernet");
   EXPECT_EQ(i.caps.path_mtu, 1024u);  // as rxe on a 1500-byte netdev
-  EXPECT_EQ(i.caps.max_qp_rd_atom, 16u);
+  EXPECT_EQ(i.caps.max_qp_rd_atom, 128u);
   EXPECT_EQ(i.caps.max_sge, 32u);
   EXPECT_TRUE(i.caps.atomics);
   EXPECT_EQ(i.gid, roce::ipv4_gid(0x0A000001));

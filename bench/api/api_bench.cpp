@@ -23,6 +23,7 @@
 // manager on one thread, against the same run at RMA_THREAD_SINGLE.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -114,7 +115,9 @@ struct Engine {
     cfg.send_cq = cfg.recv_cq = cq;
     cfg.max_send_wr = 256;
     cfg.max_inline_data = 256;
-    cfg.max_rd_atomic = 16;
+    // As many READs in flight as the device answers, as the API's endpoints
+    // keep (the smaller of both sides' max_qp_rd_atom; the same device here).
+    cfg.max_rd_atomic = std::min(dev->caps().max_qp_rd_atom, dev_b->caps().max_qp_rd_atom);
     a = *pd->create_qp(cfg);
     cfg.send_cq = cfg.recv_cq = cq_b;
     b = *pd_b->create_qp(cfg);

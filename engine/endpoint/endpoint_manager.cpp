@@ -9,8 +9,14 @@ namespace rma::endpoint {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-// Per-peer record in the published blob: 4-byte length + the address bytes.
-constexpr std::size_t kRecord = 4 + EndpointAddress::kMaxSize;
+// Per-peer record in the published blob: the address's 4-byte length, the
+// READs/atomics the publishing rank's device answers at once on this QP
+// (4 bytes: its max_qp_rd_atom), then the address bytes.
+constexpr std::size_t kRecordHead = 8;
+constexpr std::size_t kRecord = kRecordHead + EndpointAddress::kMaxSize;
+// The most READs/atomics an endpoint keeps in flight (verbs carries the
+// number in 8 bits; rdma_rxe and the software NIC answer 128).
+constexpr std::uint32_t kMaxReadsInFlight = 128;
 }  // namespace
 
 std::string describe_error(WcStatus status, std::uint32_t vendor_err) {
@@ -298,7 +304,9 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
   m->plan_ = plan;
   // The smallest limits of the rails in use bind every endpoint alike, so
   // that what a layer above sizes (SGE lists, inline puts) fits any peer.
-  std::uint32_t max_qp_wr = 0, max_sge = 0, max_inline = ~0u, max_rd = ~0u;
+  // Outstanding READs/atomics are per endpoint instead (its rail's device
+  // and the peer's, below): nothing above sizes anything by them.
+  std::uint32_t max_qp_wr = 0, max_sge = 0, max_inline = ~0u;
   bool first = true;
   for (int r = 0; r < kMaxRails; ++r) {
     if (peers_on[r] == 0) continue;
@@ -306,7 +314,6 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
     if (c.max_qp_wr != 0) max_qp_wr = max_qp_wr == 0 ? c.max_qp_wr : std::min(max_qp_wr, c.max_qp_wr);
     max_sge = first ? c.max_sge : std::min(max_sge, c.max_sge);
     max_inline = std::min(max_inline, c.max_inline_data);
-    max_rd = std::min(max_rd, c.max_qp_rd_atom);
     first = false;
   }
   if (max_qp_wr != 0) options.sq_depth = std::min(options.sq_depth, max_qp_wr);
@@ -364,7 +371,8 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
     qc.max_send_sge = options.max_sge;
     qc.max_recv_sge = 1;
     qc.max_inline_data = options.max_inline;
-    qc.max_rd_atomic = std::max(1u, std::min(16u, max_rd));
+    const std::uint32_t rd_answered = rail.device->caps().max_qp_rd_atom;
+    qc.max_rd_atomic = std::max(1u, std::min(kMaxReadsInFlight, rd_answered));
     Endpoint& e = m->endpoints_[static_cast<std::size_t>(p)];
     e.mgr_ = m.get();
     e.rail_ = &rail;
@@ -385,7 +393,8 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
     RMA_ASSIGN_OR_RETURN(EndpointAddress addr, e.qp_->local_address());
     std::uint8_t* rec = blob.data() + kRecord * static_cast<std::size_t>(p);
     std::memcpy(rec, &addr.size, 4);
-    std::memcpy(rec + 4, addr.bytes.data(), addr.size);
+    std::memcpy(rec + 4, &rd_answered, 4);
+    std::memcpy(rec + kRecordHead, addr.bytes.data(), addr.size);
   }
   RMA_RETURN_IF_ERROR(bootstrap.put(options.bootstrap_key, blob).with_context("publishing endpoint addresses"));
   RMA_RETURN_IF_ERROR(bootstrap.fence().with_context("exchanging endpoint addresses"));
@@ -408,8 +417,19 @@ Result<std::unique_ptr<EndpointManager>> EndpointManager::create(Bootstrap& boot
                               std::to_string(len) + " bytes (max " +
                               std::to_string(EndpointAddress::kMaxSize) + ")");
     }
-    RMA_ASSIGN_OR_RETURN(EndpointAddress addr, EndpointAddress::from_bytes({rec + 4, len}));
-    Status s = m->endpoints_[static_cast<std::size_t>(p)].qp_->connect(addr);
+    std::uint32_t peer_answers = 0;
+    std::memcpy(&peer_answers, rec + 4, 4);
+    if (peer_answers == 0) {
+      return invalid_argument("rank " + std::to_string(p) +
+                              " published a device that answers no READ or atomic (max_qp_rd_atom 0)");
+    }
+    RMA_ASSIGN_OR_RETURN(EndpointAddress addr, EndpointAddress::from_bytes({rec + kRecordHead, len}));
+    Endpoint& e = m->endpoints_[static_cast<std::size_t>(p)];
+    // More in flight than the peer's device keeps responder resources for
+    // would make it drop the oldest (verbs sizes the peer's side from our
+    // QP's number, up to its device's).
+    e.max_rd_atomic_ = std::min(e.max_rd_atomic_, peer_answers);
+    Status s = e.qp_->connect(addr);
     if (!s.ok()) return s.with_context("connecting to rank " + std::to_string(p) + " over " + m->transport_of(p));
   }
   RMA_RETURN_IF_ERROR(bootstrap.barrier().with_context("waiting for every rank to connect"));

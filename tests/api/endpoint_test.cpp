@@ -2,7 +2,10 @@
 // signaling, bounce buffers, requests and their failure.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -23,8 +26,29 @@ struct Exposed {
   std::uint32_t rkey;
 };
 
+// The self device, saying it answers at most `rd_atom` READs/atomics at once
+// (as a NIC with fewer responder resources would).
+class FewerRespondersDevice final : public rma::Device {
+ public:
+  FewerRespondersDevice(std::shared_ptr<rma::Device> inner, std::uint32_t rd_atom)
+      : inner_(std::move(inner)), info_(inner_->info()) {
+    info_.caps.max_qp_rd_atom = rd_atom;
+  }
+  const rma::DeviceInfo& info() const noexcept override { return info_; }
+  rma::Result<std::shared_ptr<rma::ProtectionDomain>> alloc_pd() override { return inner_->alloc_pd(); }
+  rma::Result<std::shared_ptr<rma::CompletionQueue>> create_cq(std::uint32_t depth) override {
+    return inner_->create_cq(depth);
+  }
+
+ private:
+  std::shared_ptr<rma::Device> inner_;
+  rma::DeviceInfo info_;
+};
+
+// rd_atom[r]: when non-zero, rank r's device answers that many READs/atomics.
 void run_pair(const EndpointOptions& opts,
-              const std::function<void(EndpointManager&, int rank, Exposed peer, std::vector<std::uint64_t>& mine)>& body) {
+              const std::function<void(EndpointManager&, int rank, Exposed peer, std::vector<std::uint64_t>& mine)>& body,
+              std::array<std::uint32_t, 2> rd_atom = {0, 0}) {
   auto group = api_test::make_group(2);
   ASSERT_EQ(group.size(), 2u);
   std::vector<std::thread> ts;
@@ -33,6 +57,10 @@ void run_pair(const EndpointOptions& opts,
       rma::Bootstrap& bs = *group[static_cast<std::size_t>(r)];
       auto dev = rma::ProviderRegistry::global().open("self");
       ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+      if (rd_atom[static_cast<std::size_t>(r)] != 0) {
+        dev = std::shared_ptr<rma::Device>(
+            std::make_shared<FewerRespondersDevice>(*dev, rd_atom[static_cast<std::size_t>(r)]));
+      }
       auto m = EndpointManager::create(bs, *dev, opts);
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       std::vector<std::uint64_t> mem(4096, 0);
@@ -90,6 +118,41 @@ TEST(ApiEndpoint, CreditsAndSelectiveSignalingNeverOverflow) {
     // so read back what we wrote there.
     for (int i = 0; i < 64; ++i) EXPECT_EQ(got[i], static_cast<std::uint64_t>(rank * 100000 + i));
   });
+}
+
+// Each endpoint keeps in flight at most the READs/atomics both devices
+// allow: here rank 1's device answers 4 and rank 0's (self) 16, so both
+// ends of the pair stop at 4; a fifth READ waits until one of the first four
+// completed (the self provider completes only when progress polls).
+TEST(ApiEndpoint, OutstandingReadsAreTheSmallerOfBothDevicesLimits) {
+  std::atomic<int> written{0};
+  run_pair(EndpointOptions{}, [&written](EndpointManager& m, int rank, Exposed peer, std::vector<std::uint64_t>& mine) {
+    mine[0] = 40 + static_cast<std::uint64_t>(rank);
+    written.fetch_add(1);
+    while (written.load() < 2) std::this_thread::yield();
+    EXPECT_EQ(m.endpoint(1 - rank).max_rd_atomic(), 4u);
+    EXPECT_EQ(m.endpoint(rank).max_rd_atomic(), rank == 0 ? 16u : 4u);  // loopback: the own device twice
+    auto& ep = m.endpoint(1 - rank);
+    std::uint64_t got[5] = {};
+    Request reads[5];
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(ep.reserve(true), rma::StatusCode::kOk);
+      if (i == 4) {
+        int done = 0;
+        for (int k = 0; k < 4; ++k) done += reads[k].done() ? 1 : 0;
+        EXPECT_GE(done, 1) << "a fifth READ was allowed with four in flight";
+      }
+      const rma::Sge b = ep.bounce(8);
+      rma::WorkRequest wr;
+      wr.opcode = rma::Opcode::kRdmaRead;
+      wr.sgl = {&b, 1};
+      wr.remote_addr = peer.addr;
+      wr.rkey = peer.rkey;
+      ASSERT_EQ(ep.post(wr, OnComplete{&reads[i], {}, &got[i], 8}), rma::StatusCode::kOk);
+    }
+    ASSERT_EQ(ep.flush(), rma::StatusCode::kOk);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(got[i], 40u + static_cast<std::uint64_t>(1 - rank)) << i;
+  }, {0, 4});
 }
 
 TEST(ApiEndpoint, FailedWorkRequestFailsTheRequestAndBreaksTheEndpoint) {

@@ -221,6 +221,9 @@ class Endpoint {
   std::uint32_t vendor_err() const noexcept { return vendor_err_; }
   std::uint32_t max_inline() const noexcept { return max_inline_; }
   std::uint32_t max_sge() const noexcept { return max_sge_; }
+  // READs and atomics this endpoint keeps in flight at most: the smaller of
+  // what its QP may initiate and what the peer's device can answer.
+  std::uint32_t max_rd_atomic() const noexcept { return max_rd_atomic_; }
 
   // Waits (progressing) for a send slot, CQ room and, when read_or_atomic,
   // a read/atomic credit. After kOk, bounce() names the slot the next post()

@@ -23,7 +23,9 @@
 # failed, when any measurement fails; the namespaces are removed on any exit.
 #
 # Environment: TWOHOST_AFPACKET="framesz=8192,blocksz=65536,framecnt=4096"
-# (the af_packet ring options of our port), TWOHOST_TIMEOUT (s per process, 120).
+# (the af_packet ring options of our port), TWOHOST_TIMEOUT (s per process, 120),
+# TWOHOST_OURS_READ_ARGS (more arguments for both sides of our rma_read_bw,
+# e.g. "-o 32"; named in the table's setup line).
 set -uo pipefail
 invocation="bench/twohost/run-twohost.sh${*:+ $*}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -66,6 +68,7 @@ rma_install_deps ucx-utils libfabric-bin libfabric-dev >&2 || fail "installing u
 command -v ucx_perftest >/dev/null || fail "ucx_perftest not found after installing ucx-utils"
 
 afp="${TWOHOST_AFPACKET:-framesz=8192,blocksz=65536,framecnt=4096}"
+read -r -a ours_read_args <<<"${TWOHOST_OURS_READ_ARGS:-}"
 tmo="${TWOHOST_TIMEOUT:-120}"
 framesz=$(sed -n 's/.*framesz=\([0-9]*\).*/\1/p' <<<"$afp")
 framesz=${framesz:-8192}
@@ -186,15 +189,16 @@ ucx_col() { awk -v c="$1" '$1 ~ /^[0-9]+$/ && NF >= 8 {v=$c} END {if (v != "") p
 fi_col() { awk -v c="$1" '$1 == "RESULT" {v=$c} END {if (v != "") print v}' "$work/client.log"; }
 
 ours() {  # ours KIND ROUND TOOL METRIC SIZE ITERS COLUMN UNIT   (KIND af_packet or af_xdp)
-  local kind=$1 r=$2 tool=$3 metric=$4 s=$5 n=$6 col=$7 unit=$8 v p=$((port += 1)) sa sb impl
+  local kind=$1 r=$2 tool=$3 metric=$4 s=$5 n=$6 col=$7 unit=$8 v p=$((port += 1)) sa sb impl extra=()
+  [[ $tool == rma_read_bw ]] && extra=("${ours_read_args[@]}")
   if [[ $kind == af_packet ]]; then
     sa="af_packet:$if_a,$afp,ip=$nic_a,mac=$mac_a"; sb="af_packet:$if_b,$afp,ip=$nic_b,mac=$mac_b"; impl=ours
   else
     sa="af_xdp:$xdp_a,ip=$xnic_a,mac=$mac_a"; sb="af_xdp:$xdp_b,ip=$xnic_b,mac=$mac_b"; impl=ours-afxdp
   fi
   if pair "ours $kind $tool -s $s" "$p" \
-      "$tools/$tool" --transport=softroce --port_type="$sa" --bind="$ip_a" -p "$p" -F -s "$s" -n "$n" -- \
-      "$tools/$tool" --transport=softroce --port_type="$sb" -p "$p" -F -s "$s" -n "$n" "$ip_a" &&
+      "$tools/$tool" --transport=softroce --port_type="$sa" --bind="$ip_a" -p "$p" -F -s "$s" -n "$n" "${extra[@]}" -- \
+      "$tools/$tool" --transport=softroce --port_type="$sb" -p "$p" -F -s "$s" -n "$n" "${extra[@]}" "$ip_a" &&
      v=$(perftest_col "$col") && [[ -n "$v" ]]; then
     record "$r" "$metric" "$impl" "$s" "$v" "$unit"
   else failed "round $r: $tool over $kind -s $s"; fi
@@ -257,7 +261,7 @@ done
 
 python3 "$here/make_table.py" --csv "$csv" --load-csv "$loadcsv" --out "$out/TABLE.md" \
   --command "$invocation" \
-  --setup "veth MTU $mtu, our port af_packet:<veth>,$afp (path MTU 4096); second veth pair MTU $xdp_mtu, our port af_xdp:<veth> (path MTU 2048)" \
+  --setup "veth MTU $mtu, our port af_packet:<veth>,$afp (path MTU 4096); second veth pair MTU $xdp_mtu, our port af_xdp:<veth> (path MTU 2048)${ours_read_args[*]:+; our rma_read_bw with ${ours_read_args[*]}}" \
   --failures "${#failures[@]}" || fail "make_table.py failed"
 cat "$out/TABLE.md"
 if [[ ${#failures[@]} -gt 0 ]]; then

@@ -574,6 +574,45 @@ TEST_F(HostileFrames, VictimKeepsServingItsPeerCountsEachFrameAndTouchesNoOtherM
     EXPECT_EQ(grew("naks_sent_rem_access_err"), 3);
   }
 
+  // 11. More READs outstanding than V keeps responder resources for (128: a
+  //     requester that ignores the max_dest_rd_atomic it was given): 300
+  //     one-packet READs of R at consecutive PSNs, back to back, on a fresh
+  //     connection. V answers what it keeps (a resource taken over before
+  //     its response left stops, as rdma_rxe's responder does), every
+  //     response carries the bytes of R that its READ named, nothing is
+  //     refused and V's other connections go on.
+  {
+    AttackerConn c = attacker_conn(0x0DEF01);
+    (void)x.take_mine();
+    constexpr std::uint32_t kReads = 300;
+    for (std::uint32_t i = 0; i < kReads; ++i) {
+      Frame f = frame_to_v(roce::Opcode::kReadRequest, c.victim.qpn, c.psn + i, kAttackerIp);
+      f.h.reth_va = reinterpret_cast<std::uint64_t>(mem_.r) + (i % 8) * 1024;
+      f.h.reth_rkey = r_mr_->rkey();
+      f.h.reth_length = 1024;
+      ASSERT_TRUE(x.send(f.build())) << std::strerror(errno);
+    }
+    std::size_t responses = 0;
+    for (int k = 0; k < 20; ++k) {  // drain the attacker's socket as the answers come
+      pump(5ms);
+      for (const auto& p : x.take_mine()) {
+        if (p.h.opcode != static_cast<std::uint8_t>(roce::Opcode::kReadResponseOnly)) continue;
+        ++responses;
+        const std::uint32_t i = (p.h.psn - c.psn) & roce::kPsnMask;
+        ASSERT_LT(i, kReads);
+        ASSERT_EQ(p.payload.size(), 1024u);
+        EXPECT_EQ(std::memcmp(p.payload.data(), mem_.r + (i % 8) * 1024, 1024), 0) << "READ " << i;
+      }
+    }
+    EXPECT_GE(responses, 1u);
+    // Every resource answered once at least, and no READ more than once.
+    const auto sent = v_sdev_->qp_counters(c.qp->qp_num()).value().tx_frames;
+    EXPECT_GE(sent, 128u);
+    EXPECT_LE(sent, std::uint64_t{kReads});
+    EXPECT_EQ(c.qp->state(), QpState::kRts);
+    ASSERT_NO_FATAL_FAILURE(real_traffic(round++));
+  }
+
   // The victim's connection to its peer never noticed.
   EXPECT_EQ(v_qp_->state(), QpState::kRts);
   EXPECT_EQ(p_qp_->state(), QpState::kRts);

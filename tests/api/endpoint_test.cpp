@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "api_test_util.hpp"
@@ -78,6 +79,18 @@ void run_pair(const EndpointOptions& opts,
   for (auto& t : ts) t.join();
 }
 
+// An 8-byte READ of the peer's window at `offset` into the bounce slot of
+// the next post (after ep.reserve(true)); `done` copies the value out.
+rma::StatusCode post_bounce_read(rma::endpoint::Endpoint& ep, Exposed peer, std::uint64_t offset, OnComplete&& done) {
+  const rma::Sge b = ep.bounce(8);
+  rma::WorkRequest wr;
+  wr.opcode = rma::Opcode::kRdmaRead;
+  wr.sgl = {&b, 1};
+  wr.remote_addr = peer.addr + offset;
+  wr.rkey = peer.rkey;
+  return ep.post(wr, std::move(done));
+}
+
 TEST(ApiEndpoint, CreditsAndSelectiveSignalingNeverOverflow) {
   EndpointOptions o;
   o.sq_depth = 4;  // far fewer slots than posts
@@ -105,13 +118,8 @@ TEST(ApiEndpoint, CreditsAndSelectiveSignalingNeverOverflow) {
     Request rd;
     for (int i = 0; i < 64; ++i) {
       ASSERT_EQ(ep.reserve(true), rma::StatusCode::kOk);
-      const rma::Sge b = ep.bounce(8);
-      rma::WorkRequest wr;
-      wr.opcode = rma::Opcode::kRdmaRead;
-      wr.sgl = {&b, 1};
-      wr.remote_addr = peer.addr + 8 * static_cast<std::uint64_t>(i);
-      wr.rkey = peer.rkey;
-      ASSERT_EQ(ep.post(wr, OnComplete{&rd, {}, &got[i], 8}), rma::StatusCode::kOk);
+      ASSERT_EQ(post_bounce_read(ep, peer, 8 * static_cast<std::uint64_t>(i), OnComplete{&rd, {}, &got[i], 8}),
+                rma::StatusCode::kOk);
     }
     ASSERT_EQ(m.wait(rd), rma::StatusCode::kOk);
     // Our own writes went to the peer; the peer's to us may still be racing,
@@ -142,13 +150,7 @@ TEST(ApiEndpoint, OutstandingReadsAreTheSmallerOfBothDevicesLimits) {
         for (int k = 0; k < 4; ++k) done += reads[k].done() ? 1 : 0;
         EXPECT_GE(done, 1) << "a fifth READ was allowed with four in flight";
       }
-      const rma::Sge b = ep.bounce(8);
-      rma::WorkRequest wr;
-      wr.opcode = rma::Opcode::kRdmaRead;
-      wr.sgl = {&b, 1};
-      wr.remote_addr = peer.addr;
-      wr.rkey = peer.rkey;
-      ASSERT_EQ(ep.post(wr, OnComplete{&reads[i], {}, &got[i], 8}), rma::StatusCode::kOk);
+      ASSERT_EQ(post_bounce_read(ep, peer, 0, OnComplete{&reads[i], {}, &got[i], 8}), rma::StatusCode::kOk);
     }
     ASSERT_EQ(ep.flush(), rma::StatusCode::kOk);
     for (int i = 0; i < 5; ++i) EXPECT_EQ(got[i], 40u + static_cast<std::uint64_t>(1 - rank)) << i;
@@ -235,13 +237,7 @@ TEST(ApiEndpoint, FlushLocalWaitsOnlyForWhatStillUsesLocalMemory) {
     ASSERT_EQ(ep.flush(), rma::StatusCode::kOk);
     std::uint64_t got = 0;
     ASSERT_EQ(ep.reserve(true), rma::StatusCode::kOk);
-    const rma::Sge rb = ep.bounce(8);
-    rma::WorkRequest rd;
-    rd.opcode = rma::Opcode::kRdmaRead;
-    rd.sgl = {&rb, 1};
-    rd.remote_addr = peer.addr;
-    rd.rkey = peer.rkey;
-    ASSERT_EQ(ep.post(rd, OnComplete{nullptr, {}, &got, 8}), rma::StatusCode::kOk);
+    ASSERT_EQ(post_bounce_read(ep, peer, 0, OnComplete{nullptr, {}, &got, 8}), rma::StatusCode::kOk);
     EXPECT_FALSE(ep.locally_idle());
     ASSERT_EQ(ep.flush_local(), rma::StatusCode::kOk);
     EXPECT_EQ(got, 7u);

@@ -41,7 +41,8 @@ fi
 
 flags="-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 wire="$root/dpdk/wire/opcodes.cpp $root/dpdk/wire/addressing.cpp $root/dpdk/wire/icrc.cpp
-      $root/dpdk/wire/build.cpp $root/dpdk/wire/packet_template.cpp $root/dpdk/wire/parse.cpp $root/dpdk/wire/arp.cpp"
+      $root/dpdk/wire/build.cpp $root/dpdk/wire/packet_template.cpp $root/dpdk/wire/parse.cpp $root/dpdk/wire/arp.cpp
+      $root/dpdk/wire/copy_crc.cpp $root/dpdk/wire/frame.cpp"
 
 echo "run-fuzz: building $out/${target}_fuzz"
 if [ "$target" = parse ]; then

@@ -47,7 +47,9 @@ struct FaultLink::Shared {
 };
 
 FaultLink::FaultLink(std::shared_ptr<Shared> shared, int side, LinkInfo info) noexcept
-    : shared_(std::move(shared)), side_(side), info_(std::move(info)) {}
+    : shared_(std::move(shared)), side_(side), info_(std::move(info)) {
+  info_.completes_icrc = true;  // transmit writes every frame out with write_tx_frame
+}
 
 FaultLink::~FaultLink() = default;
 
@@ -76,10 +78,8 @@ std::size_t FaultLink::transmit(std::span<const TxFrame> frames) noexcept {
     }
     QueuedFrame q;
     q.bytes = d.take_buffer();
-    q.bytes.reserve(f.size());
-    q.bytes.insert(q.bytes.end(), f.head.begin(), f.head.end());
-    q.bytes.insert(q.bytes.end(), f.payload.begin(), f.payload.end());
-    q.bytes.insert(q.bytes.end(), f.tail.begin(), f.tail.end());
+    q.bytes.resize(f.size());
+    (void)write_tx_frame(f, q.bytes.data());
     if (!q.bytes.empty() && d.chance(d.cfg.corrupt)) {
       const std::size_t at = d.rng() % q.bytes.size();
       q.bytes[at] ^= static_cast<std::uint8_t>(1 + d.rng() % 255);

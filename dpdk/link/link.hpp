@@ -34,6 +34,10 @@ struct LinkInfo {
   // where the next hop to a peer's IPv4 is found by ARP (NeighbourTable),
   // as a kernel's IP stack finds it.
   bool neighbours_by_arp = false;
+  // True: the link writes every frame out with write_tx_frame, so a sender
+  // may leave a frame's ICRC open (TxFrame::icrc_open) for that copy to
+  // complete. A link that hands frames on by their pieces says false.
+  bool completes_icrc = false;
 };
 
 struct LinkCounters {

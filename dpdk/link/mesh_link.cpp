@@ -24,9 +24,13 @@ Result<std::unique_ptr<MeshLink>> MeshLink::create(LinkInfo self, std::vector<Me
                             " is smaller than a minimal Ethernet frame");
   }
   bool learning = false;
+  // Open ICRCs only where every link a frame may take completes them (the
+  // loopback writes frames out with write_tx_frame).
+  bool completes_icrc = true;
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (!members[i].link) return invalid_argument("mesh link " + self.name + ": member " + std::to_string(i) + " has no link");
     self.max_frame = std::min(self.max_frame, members[i].link->info().max_frame);
+    completes_icrc = completes_icrc && members[i].link->info().completes_icrc;
     if (members[i].learn) {
       learning = true;
       members[i].peer = MacAddress{};
@@ -46,8 +50,10 @@ Result<std::unique_ptr<MeshLink>> MeshLink::create(LinkInfo self, std::vector<Me
   if (uplink) {
     self.max_frame = std::min(self.max_frame, uplink->info().max_frame);
     learning = learning || uplink->info().neighbours_by_arp;
+    completes_icrc = completes_icrc && uplink->info().completes_icrc;
   }
   self.neighbours_by_arp = learning;
+  self.completes_icrc = completes_icrc;
   return std::unique_ptr<MeshLink>(new MeshLink(std::move(self), std::move(members), std::move(uplink), loopback_slots));
 }
 
@@ -122,12 +128,7 @@ bool MeshLink::loop_back(const TxFrame& f) noexcept {
   if (loop_count_ == loop_len_.size()) return false;
   const std::size_t slot = (loop_head_ + loop_count_) % loop_len_.size();
   std::uint8_t* p = loop_store_.data() + slot * info_.max_frame;
-  std::size_t n = 0;
-  for (auto piece : {f.head, f.payload, f.tail}) {
-    if (piece.empty()) continue;  // an empty span may carry a null pointer
-    std::memcpy(p + n, piece.data(), piece.size());
-    n += piece.size();
-  }
+  const std::size_t n = write_tx_frame(f, p);
   loop_len_[slot] = static_cast<std::uint32_t>(n);
   ++loop_count_;
   ++loop_counters_.tx_frames;

@@ -17,7 +17,6 @@
 #include "port/memif_prefault.hpp"
 #include "port/mesh_port.hpp"
 #include "port/port.hpp"
-#include "rma/sdk/copy_bytes.hpp"
 #include "rma/sdk/log.hpp"
 
 namespace rma::roce {
@@ -97,9 +96,7 @@ std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
       }
       rte_mbuf* m = mbufs_[built];
       auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
-      copy_bytes(p, f.head.data(), f.head.size());
-      copy_bytes(p + f.head.size(), f.payload.data(), f.payload.size());
-      copy_bytes(p + f.head.size() + f.payload.size(), f.tail.data(), f.tail.size());
+      (void)write_tx_frame(f, p);
       m->data_len = static_cast<std::uint16_t>(len);
       m->pkt_len = static_cast<std::uint32_t>(len);
       index_[built] = static_cast<std::uint16_t>(i);

@@ -34,6 +34,7 @@ class DpdkPort final : public PortLink {
  public:
   explicit DpdkPort(PortSpec spec) : spec_(std::move(spec)) {
     info_.name = spec_.canonical();
+    info_.completes_icrc = true;  // transmit writes every frame into its mbuf with write_tx_frame
     info_.ipv4 = spec_.ipv4;
     // A kernel interface is a segment shared with others: peers by ARP.
     info_.neighbours_by_arp = spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp ||

@@ -52,6 +52,7 @@ std::vector<CounterSample> device_samples(const roce::rc::DeviceCounters& d, con
   add(out, "dev_tx_bytes", d.tx_bytes);
   add(out, "tx_link_full", d.tx_link_full);
   add(out, "tx_ring_full", d.tx_ring_full);
+  add(out, "tx_icrc_open", d.tx_icrc_open);
   add(out, "icrc_errors", d.icrc_errors);
   add(out, "unknown_qpn", d.unknown_qpn);
   add(out, "wrong_peer", d.wrong_peer);

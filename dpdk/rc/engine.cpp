@@ -73,6 +73,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
     Status st = e->pcap_->open(options.pcap_path);
     if (!st.ok()) return st.with_context("softroce: packet capture");
   }
+  e->open_icrc_ = e->link_->info().completes_icrc && !e->pcap_ && icrc_folds_in_copy();
   return e;
 }
 
@@ -137,8 +138,14 @@ void Engine::tx_commit(const PacketTemplate& tmpl, const PacketFields& f, const 
   const std::size_t hl = header_length(f.opcode);
   if (hl == 0 || hl > sizeof s.head || payload_len > options_.path_mtu) return;
   const std::uint8_t* data = payload != nullptr ? payload : s.payload;
-  const std::size_t tl = tmpl.build(f, s.head, {data, payload_len}, {s.tail, sizeof s.tail});
+  // The ICRC of a payload of kOpenIcrcFrom bytes or more is left to the
+  // link, which computes it while it copies the payload out
+  // (TxFrame::icrc_open): the payload is read once, not twice.
+  s.icrc_open = open_icrc_ && payload_len >= kOpenIcrcFrom;
+  const std::size_t tl =
+      tmpl.build(f, s.head, {data, payload_len}, {s.tail, sizeof s.tail}, s.icrc_open ? &s.icrc_partial : nullptr);
   if (tl == 0) return;  // cannot happen with the sizes above
+  if (s.icrc_open) ++dev_.tx_icrc_open;
   s.head_len = static_cast<std::uint16_t>(hl);
   s.tail_len = static_cast<std::uint8_t>(tl);
   s.payload_len = static_cast<std::uint32_t>(payload_len);
@@ -161,7 +168,11 @@ bool Engine::flush() noexcept {
     const std::uint32_t n = std::min(tx_count_, kBurst);
     for (std::uint32_t i = 0; i < n; ++i) {
       const TxSlot& s = slot(tx_head_ + i);
-      burst_[i] = TxFrame{{s.head, s.head_len}, {s.ref != nullptr ? s.ref : s.payload, s.payload_len}, {s.tail, s.tail_len}};
+      burst_[i] = TxFrame{{s.head, s.head_len},
+                          {s.ref != nullptr ? s.ref : s.payload, s.payload_len},
+                          {s.tail, s.tail_len},
+                          s.icrc_open,
+                          s.icrc_partial};
     }
     const std::size_t taken = link_->transmit({burst_.get(), n});
     for (std::size_t i = 0; i < taken; ++i) {

@@ -169,6 +169,8 @@ class Engine final : private FrameSink {
     std::uint32_t payload_len = 0;
     std::uint8_t* payload = nullptr;  // path-MTU bytes in payload_store_
     const std::uint8_t* ref = nullptr;  // payload in registered memory instead (this progress() only)
+    bool icrc_open = false;             // TxFrame::icrc_open
+    std::uint32_t icrc_partial = 0;
   };
 
   Engine(std::unique_ptr<Link> link, const EngineOptions& options);
@@ -220,6 +222,10 @@ class Engine final : private FrameSink {
   Packet rx_packet_;
 
   std::unique_ptr<PcapWriter> pcap_;
+  // The link completes open ICRCs, it folds the CRC into its copy, and no
+  // capture needs whole frames (the capture writes the tail as the engine
+  // holds it).
+  bool open_icrc_ = false;
   DeviceCounters dev_;
   RcCounters retired_;
 };

@@ -51,6 +51,7 @@ struct DeviceCounters {
   std::uint64_t tx_link_full = 0;              // transmit refused a frame (retried later)
   std::uint64_t tx_ring_full = 0;              // a QP waited for a transmit slot
   std::uint64_t tx_payload_owned = 0;          // referenced payloads copied into the ring (link was full)
+  std::uint64_t tx_icrc_open = 0;              // frames sent with the ICRC left to the link's copy (TxFrame::icrc_open)
   std::uint64_t parse_errors[static_cast<int>(ParseError::kCount)] = {};  // by ParseError
   std::uint64_t icrc_errors = 0;               // = parse_errors[kBadIcrc]
   std::uint64_t unknown_qpn = 0;               // no such QP here

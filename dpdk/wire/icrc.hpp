@@ -17,6 +17,13 @@ constexpr std::uint32_t kIcrcSeed = 0x2144DF1C;
 // crc32_gzip_refl).
 std::uint32_t crc32_update(std::uint32_t crc, const std::uint8_t* data, std::size_t len) noexcept;
 
+// Copies `len` bytes from `src` to `dst` (not overlapping) and continues a
+// zlib-style CRC-32 over them, in one pass where the CPU can fold 512-bit
+// vectors (copy_crc32_folds()), else as memcpy and crc32_update.
+std::uint32_t copy_crc32_update(std::uint8_t* dst, const std::uint8_t* src, std::size_t len,
+                                std::uint32_t crc) noexcept;
+bool copy_crc32_folds() noexcept;
+
 // Starts an ICRC: seed, then `len` bytes from the IPv4 header on, with the
 // invariant fields (IPv4 TOS, TTL, checksum; UDP checksum; BTH byte 4)
 // replaced by ones. Masks apply to whichever of those bytes lie within

@@ -86,7 +86,8 @@ void PacketTemplate::init(const Headers& h) noexcept {
 }
 
 std::size_t PacketTemplate::build(const PacketFields& f, std::span<std::uint8_t> head,
-                                  std::span<const std::uint8_t> payload, std::span<std::uint8_t> tail) const noexcept {
+                                  std::span<const std::uint8_t> payload, std::span<std::uint8_t> tail,
+                                  std::uint32_t* open_icrc) const noexcept {
   const OpcodeTraits t = opcode_traits(f.opcode);
   if (!t.valid) return 0;
   if (!t.has_payload && !payload.empty()) return 0;
@@ -115,7 +116,10 @@ std::size_t PacketTemplate::build(const PacketFields& f, std::span<std::uint8_t>
   write_ext(bth + kBthLen, t.headers, f);
   const std::size_t mlen = hlen - kEthHeaderLen;  // masked headers
   std::uint32_t crc;
-  if (payload.size() + pad <= kGather - kMaxHdr) {
+  if (open_icrc != nullptr) {
+    crc = 0;
+    *open_icrc = crc32_update(kIcrcSeed, m, mlen);
+  } else if (payload.size() + pad <= kGather - kMaxHdr) {
     if (!payload.empty()) std::memcpy(m + mlen, payload.data(), payload.size());
     std::memset(m + mlen + payload.size(), 0, pad);
     crc = crc32_update(kIcrcSeed, m, mlen + payload.size() + pad);

@@ -53,8 +53,13 @@ class PacketTemplate {
   // nothing, for the cases build_packet refuses (an invalid opcode, a
   // payload where the opcode allows none or none where it requires one,
   // more than 65535 IP bytes, buffers too small).
+  //
+  // With `open_icrc`, the ICRC is left open instead (TxFrame::icrc_open):
+  // *open_icrc receives the CRC of the masked headers, the payload is not
+  // read, and the tail's last four bytes are zero until write_tx_frame
+  // completes them.
   std::size_t build(const PacketFields& f, std::span<std::uint8_t> head, std::span<const std::uint8_t> payload,
-                    std::span<std::uint8_t> tail) const noexcept;
+                    std::span<std::uint8_t> tail, std::uint32_t* open_icrc = nullptr) const noexcept;
 
  private:
   static constexpr std::size_t kFixed = kOuterHeadersLen + kBthLen;  // Ethernet .. BTH

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -62,6 +63,9 @@ struct PairOptions {
   QpConfig qp;  // cq fields are filled in
   std::uint32_t cq_depth = 4096;
   std::uint32_t max_frame = 4096 + 128;
+  // Puts each side's link in another Link before the device gets it (a
+  // test link that watches or changes what the device sees).
+  std::function<std::unique_ptr<roce::Link>(std::unique_ptr<roce::FaultLink>)> wrap_link;
 };
 
 inline QpConfig fast_qp_config() {
@@ -146,7 +150,8 @@ class Pair {
   bool init(Side& s, std::unique_ptr<roce::FaultLink> link, const PairOptions& o, const char* name) {
     DeviceOptions d = o.dev;
     d.name = name;
-    auto dev = open_softroce_device(std::move(link), d);
+    std::unique_ptr<roce::Link> l = o.wrap_link ? o.wrap_link(std::move(link)) : std::move(link);
+    auto dev = open_softroce_device(std::move(l), d);
     EXPECT_TRUE(dev.ok()) << dev.status().to_string();
     if (!dev.ok()) return false;
     s.dev = *dev;

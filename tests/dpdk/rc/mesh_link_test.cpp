@@ -18,6 +18,7 @@
 #include "harness.hpp"
 #include "link/fault_link.hpp"
 #include "link/mesh_link.hpp"
+#include "wire/packet_template.hpp"
 
 namespace rma::softroce::testing {
 namespace {
@@ -51,6 +52,66 @@ LinkInfo self_info(std::uint8_t n) {
   i.ipv4 = 0x0A000000u + n;
   i.max_frame = 9000;
   return i;
+}
+
+// A member that hands frames on by their pieces (completes_icrc false).
+class PiecesMember final : public roce::Link {
+ public:
+  PiecesMember() {
+    info_.name = "pieces";
+    info_.max_frame = 9000;
+  }
+  std::size_t transmit(std::span<const TxFrame> frames) noexcept override { return frames.size(); }
+  std::size_t poll(roce::FrameSink&, std::size_t) noexcept override { return 0; }
+  const LinkInfo& info() const noexcept override { return info_; }
+  roce::LinkCounters counters() const noexcept override { return {}; }
+
+ private:
+  LinkInfo info_;
+};
+
+// Open ICRCs (TxFrame::icrc_open) only where every link a frame may take
+// completes them; the mesh's own loopback completes them as it copies.
+TEST(MeshLink, CompletesIcrcsWhenEveryMemberDoes) {
+  FaultConfig clean;
+  auto p1 = roce::make_fault_link_pair(clean);
+  std::vector<MeshMember> m;
+  m.push_back({mac(1), std::move(p1.a)});
+  auto mesh = MeshLink::create(self_info(0), std::move(m)).value();
+  ASSERT_TRUE(mesh->info().completes_icrc);
+
+  roce::Headers h;
+  h.dst_mac = mac(0);  // itself: the loopback
+  h.src_mac = mac(0);
+  h.src_ip = h.dst_ip = 0x0A000000u;
+  h.dest_qp = 7;
+  roce::PacketTemplate t;
+  t.init(h);
+  roce::PacketFields f;
+  f.opcode = static_cast<std::uint8_t>(roce::Opcode::kWriteMiddle);
+  f.psn = 5;
+  std::vector<std::uint8_t> payload(4096), head(128), tail(8);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::uint8_t>(i * 3);
+  std::uint32_t partial = 0;
+  const std::size_t tl = t.build(f, head, payload, tail, &partial);
+  ASSERT_NE(tl, 0u);
+  const TxFrame open{{head.data(), roce::header_length(f.opcode)}, payload, {tail.data(), tl}, true, partial};
+  ASSERT_EQ(mesh->transmit({&open, 1}), 1u);
+  Collect got;
+  ASSERT_EQ(mesh->poll(got, 8), 1u);
+  roce::Packet p;
+  EXPECT_EQ(roce::parse_packet(got.frames[0], p), roce::ParseError::kOk);  // the ICRC included
+  EXPECT_EQ(p.payload.size(), 4096u);
+
+  auto p2 = roce::make_fault_link_pair(clean);
+  std::vector<MeshMember> mixed;
+  mixed.push_back({mac(1), std::move(p2.a)});
+  mixed.push_back({mac(2), std::make_unique<PiecesMember>()});
+  EXPECT_FALSE(MeshLink::create(self_info(0), std::move(mixed)).value()->info().completes_icrc);
+  auto p3 = roce::make_fault_link_pair(clean);
+  std::vector<MeshMember> up;
+  up.push_back({mac(1), std::move(p3.a)});
+  EXPECT_FALSE(MeshLink::create(self_info(0), std::move(up), std::make_unique<PiecesMember>()).value()->info().completes_icrc);
 }
 
 TEST(MeshLink, RoutesByDestinationMacAndLoopsBackItsOwn) {

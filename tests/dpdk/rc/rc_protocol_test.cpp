@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "harness.hpp"
@@ -90,6 +93,121 @@ TEST_F(RcProtocol, SegmentsByPathMtuAndRequestsAcks) {
   EXPECT_GE(cb.acks_sent, 1u);
   EXPECT_LE(cb.acks_sent, 4u);
   EXPECT_EQ(ca.retransmitted_packets, 0u);
+}
+
+// A payload of 256 B or more leaves with its ICRC open, completed by the link while it
+// copies the payload (FaultLink, like a DPDK port, writes frames out with
+// write_tx_frame): the receiver checks every ICRC, so a wrong one would be
+// an icrc_error and a retransmission. Small payloads keep the ICRC the
+// sender computes.
+TEST_F(RcProtocol, PayloadsLeaveWithAnIcrcTheLinkCompletes) {
+  PairOptions o = default_options();
+  o.dev.path_mtu = 4096;
+  open(o);
+  const bool opens = roce::icrc_folds_in_copy();
+  for (std::uint32_t len : {64u * 1024u, 64u * 1024u + 4097u, 1u << 20}) {
+    const auto a0 = pair_->a.sdev->counters();
+    const auto b0 = pair_->b.sdev->counters();
+    fill_pattern(src_.data, len, len);
+    ASSERT_EQ(write(0, len), WcStatus::kSuccess) << len;
+    ASSERT_EQ(std::memcmp(src_.data, dst_.data, len), 0) << len;
+    fill_pattern(dst_.data + 4096, len, len + 1);
+    ASSERT_EQ(read(4096, len), WcStatus::kSuccess) << len;
+    ASSERT_EQ(std::memcmp(src_.data + 4096, dst_.data + 4096, len), 0) << len;
+    const auto a1 = pair_->a.sdev->counters();
+    const auto b1 = pair_->b.sdev->counters();
+    const std::uint64_t full_frames = len / 4096;  // payloads of 4 KiB: WRITE requests, then READ responses
+    EXPECT_EQ(a1.tx_icrc_open - a0.tx_icrc_open, opens ? full_frames : 0u) << len;
+    EXPECT_EQ(b1.tx_icrc_open - b0.tx_icrc_open, opens ? full_frames : 0u) << len;
+    EXPECT_EQ(a1.icrc_errors, 0u);
+    EXPECT_EQ(b1.icrc_errors, 0u);
+    EXPECT_EQ(a1.qp.retransmitted_packets, 0u);
+  }
+  const auto before = pair_->a.sdev->counters().tx_icrc_open;
+  ASSERT_EQ(write(0, 255), WcStatus::kSuccess);  // below 256 B: the sender's ICRC
+  EXPECT_EQ(pair_->a.sdev->counters().tx_icrc_open, before);
+}
+
+// A link that hands frames on by their pieces (LinkInfo::completes_icrc
+// false) is never given an open ICRC, and its frames arrive whole.
+TEST_F(RcProtocol, ALinkThatDoesNotCompleteIcrcsIsGivenWholeFrames) {
+  class PiecesLink final : public roce::Link {
+   public:
+    explicit PiecesLink(std::unique_ptr<roce::FaultLink> inner) : inner_(std::move(inner)), info_(inner_->info()) {
+      info_.completes_icrc = false;
+    }
+    std::size_t transmit(std::span<const roce::TxFrame> frames) noexcept override {
+      for (const roce::TxFrame& f : frames) open_frames_ += f.icrc_open ? 1 : 0;
+      return inner_->transmit(frames);
+    }
+    std::size_t poll(roce::FrameSink& sink, std::size_t max) noexcept override { return inner_->poll(sink, max); }
+    const roce::LinkInfo& info() const noexcept override { return info_; }
+    roce::LinkCounters counters() const noexcept override { return inner_->counters(); }
+    std::uint64_t open_frames() const { return open_frames_; }
+
+   private:
+    std::unique_ptr<roce::FaultLink> inner_;
+    roce::LinkInfo info_;
+    std::uint64_t open_frames_ = 0;
+  };
+  std::vector<PiecesLink*> links;
+  PairOptions o = default_options();
+  o.dev.path_mtu = 4096;
+  o.wrap_link = [&links](std::unique_ptr<roce::FaultLink> inner) -> std::unique_ptr<roce::Link> {
+    auto l = std::make_unique<PiecesLink>(std::move(inner));
+    links.push_back(l.get());
+    return l;
+  };
+  open(o);
+  ASSERT_EQ(links.size(), 2u);
+  const std::uint32_t len = 256 * 1024;
+  fill_pattern(src_.data, len, 3);
+  ASSERT_EQ(write(0, len), WcStatus::kSuccess);
+  ASSERT_EQ(std::memcmp(src_.data, dst_.data, len), 0);
+  fill_pattern(dst_.data + 4096, len, 4);
+  ASSERT_EQ(read(4096, len), WcStatus::kSuccess);
+  ASSERT_EQ(std::memcmp(src_.data + 4096, dst_.data + 4096, len), 0);
+  EXPECT_EQ(links[0]->open_frames() + links[1]->open_frames(), 0u);
+  EXPECT_EQ(pair_->a.sdev->counters().tx_icrc_open + pair_->b.sdev->counters().tx_icrc_open, 0u);
+  EXPECT_EQ(pair_->b.sdev->counters().icrc_errors + pair_->a.sdev->counters().icrc_errors, 0u);
+}
+
+// A capture writes the frames as the device holds them, after they were
+// sent: with a capture on, no ICRC is left open, and every captured frame,
+// 4 KiB payloads included, carries its real ICRC.
+TEST_F(RcProtocol, CapturedFramesCarryTheirIcrc) {
+  char path[] = "/tmp/rma-rc-capture-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  PairOptions o = default_options();
+  o.dev.path_mtu = 4096;
+  o.dev.pcap_path = path;
+  open(o);
+  const std::uint32_t len = 64 * 1024;
+  fill_pattern(src_.data, len, 11);
+  ASSERT_EQ(write(0, len), WcStatus::kSuccess);
+  ASSERT_EQ(std::memcmp(src_.data, dst_.data, len), 0);
+  EXPECT_EQ(pair_->a.sdev->counters().tx_icrc_open, 0u);
+  src_ = Buffer{};  // the registrations hold the devices open
+  dst_ = Buffer{};
+  pair_.reset();  // closes the capture
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<std::uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ::unlink(path);
+  std::size_t frames = 0, full = 0;
+  for (std::size_t off = 24; off + 16 <= file.size();) {  // classic pcap, little endian
+    std::uint32_t incl;
+    std::memcpy(&incl, file.data() + off + 8, 4);
+    ASSERT_LE(off + 16 + incl, file.size());
+    roce::Packet p;
+    const std::span<const std::uint8_t> frame(file.data() + off + 16, incl);
+    EXPECT_EQ(roce::parse_packet(frame, p), roce::ParseError::kOk) << "captured frame " << frames;
+    if (p.payload.size() == 4096) ++full;
+    ++frames;
+    off += 16 + incl;
+  }
+  EXPECT_EQ(full, 16u);  // the WRITE's, each with its ICRC
 }
 
 TEST_F(RcProtocol, ReadReservesOnePsnPerResponsePacket) {

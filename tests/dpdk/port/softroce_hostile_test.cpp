@@ -120,6 +120,16 @@ class AttackerSocket {
     fd_ = ::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
     if (fd_ < 0) return false;
     ifindex_ = static_cast<int>(if_nametoindex(ifname.c_str()));
+    // The socket sees every frame of the segment, V's real traffic with P
+    // included (53 frames, 118 kB of them before step 8, against a default
+    // buffer of 208 KiB that also counts each frame's overhead): room for
+    // all of it, so that the answers a step counts are never frames a full
+    // buffer dropped (in a loaded CI run 2 of step 8's 6 READ responses
+    // were). FORCE: as root, above net.core.rmem_max.
+    const int rcvbuf = 32 << 20;
+    if (::setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) != 0) {
+      (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    }
     sockaddr_ll sa{};
     sa.sll_family = AF_PACKET;
     sa.sll_protocol = htons(ETH_P_ALL);
@@ -522,6 +532,7 @@ TEST_F(HostileFrames, VictimKeepsServingItsPeerCountsEachFrameAndTouchesNoOtherM
   //    and once more later (replayed again), each answered to the attacker.
   {
     AttackerConn c = attacker_conn(0x0ABCDE);
+    (void)x.take_mine();  // what the earlier steps left: only this step's answers are counted
     Frame f = frame_to_v(roce::Opcode::kReadRequest, c.victim.qpn, c.psn, kAttackerIp);
     f.h.reth_va = reinterpret_cast<std::uint64_t>(mem_.r);
     f.h.reth_rkey = r_mr_->rkey();

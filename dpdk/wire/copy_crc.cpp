@@ -27,9 +27,12 @@ namespace rma::roce::detail {
 namespace {
 
 #if defined(__x86_64__)
-// x^(d+32) and x^(d-32) modulo the CRC-32 polynomial, bit-reflected (33 bits):
+// x^(d+32) and x^(d-32) modulo the CRC-32 polynomial, bit-reflected over
+// 32 bits and shifted left by one (the paper's convention for reflected
+// CRCs; the 512- and 128-bit ones are those every PCLMULQDQ CRC-32 uses):
 // multiplying a 128-bit lane's low and high halves by them moves the lane
-// d bits further along the message.
+// d bits further along the message. CopyCrc's tests check every one of
+// them against a bit-at-a-time CRC.
 struct FoldConstants {
   std::uint64_t low, high;
 };

@@ -38,6 +38,14 @@ struct LinkInfo {
   // may leave a frame's ICRC open (TxFrame::icrc_open) for that copy to
   // complete. A link that hands frames on by their pieces says false.
   bool completes_icrc = false;
+  // True: handing frames to the link enters the kernel (af_packet's sendto,
+  // af_xdp's wakeup, tap's write), so it pays to hand over many at once: a
+  // post's requests then wait for the device's next progress() (a CQ poll,
+  // a post_recv or the progress thread), where every QP's frames leave in
+  // shared bursts, instead of one system call per post. False (memif, ring,
+  // PCI, a memif mesh without such an uplink, test links): a post's
+  // requests leave before post() returns.
+  bool transmit_enters_kernel = false;
 };
 
 struct LinkCounters {

@@ -51,6 +51,9 @@ Result<std::unique_ptr<MeshLink>> MeshLink::create(LinkInfo self, std::vector<Me
     self.max_frame = std::min(self.max_frame, uplink->info().max_frame);
     learning = learning || uplink->info().neighbours_by_arp;
     completes_icrc = completes_icrc && uplink->info().completes_icrc;
+    // A job across hosts: most of this device's traffic (the peers on this
+    // host take shm unless softroce is forced) leaves through the uplink.
+    self.transmit_enters_kernel = uplink->info().transmit_enters_kernel;
   }
   self.neighbours_by_arp = learning;
   self.completes_icrc = completes_icrc;

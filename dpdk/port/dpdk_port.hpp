@@ -39,6 +39,10 @@ class DpdkPort final : public PortLink {
     // A kernel interface is a segment shared with others: peers by ARP.
     info_.neighbours_by_arp = spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp ||
                               spec_.kind == PortKind::kTap || spec_.kind == PortKind::kPci;
+    // Every transmit burst is a system call there (a PCI NIC's doorbell is a
+    // store, memif's a ring update).
+    info_.transmit_enters_kernel = spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp ||
+                                   spec_.kind == PortKind::kTap;
     open_link_count().fetch_add(1);
   }
   ~DpdkPort() override {

@@ -307,8 +307,9 @@ class QpImpl final : public QueuePair {
   }
 
   // The doorbell: the requests of one post (a post list) go to the link in
-  // one burst before post() returns; receiving and timers are left to
-  // poll() and the progress thread (Engine::kick).
+  // one burst before post() returns, or, on a kernel interface, with the
+  // next poll's burst; receiving and timers are left to poll() and the
+  // progress thread (Engine::kick).
   PostResult post(std::span<const WorkRequest> wrs) noexcept override {
     std::lock_guard lock(engine().mutex());
     engine().begin_post();

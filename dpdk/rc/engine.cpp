@@ -74,6 +74,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
     if (!st.ok()) return st.with_context("softroce: packet capture");
   }
   e->open_icrc_ = e->link_->info().completes_icrc && !e->pcap_ && icrc_folds_in_copy();
+  e->posts_wait_for_progress_ = e->link_->info().transmit_enters_kernel;
   return e;
 }
 
@@ -308,22 +309,32 @@ void Engine::progress() noexcept {
   if (options_.memory_sync != nullptr) options_.memory_sync();
   ++check_epoch_;
   now_fresh_ = false;
+  // Requests that posts left here leave first: a receive can cost a system
+  // call too (af_xdp wakes the kernel to refill), and it would delay them.
+  if (requests_waiting_) {
+    requests_waiting_ = false;
+    transmit_all();
+  }
   // Receive everything waiting (bounded), so ACKs queued behind a burst of
   // data are seen before the retransmission timers run.
   for (int i = 0; i < 256; ++i) {
     if (link_->poll(*this, options_.rx_burst) < options_.rx_burst) break;
   }
   for (RcQp* qp : active_) qp->run_timers();
-  // Transmit: responses first (inside transmit()), then new requests, in
-  // rounds so one QP cannot hold the ring while the link drains it.
+  transmit_all();
+  own_pending_payloads();
+  now_fresh_ = false;  // a later call reads the clock again
+}
+
+void Engine::transmit_all() noexcept {
+  // Responses first (inside transmit()), then new requests, in rounds so
+  // one QP cannot hold the ring while the link drains it.
   for (int round = 0; round < 8; ++round) {
     bool starved = false;
     for (RcQp* qp : active_) starved |= qp->transmit();
     const bool drained = flush();
     if (!starved || !drained) break;
   }
-  own_pending_payloads();
-  now_fresh_ = false;  // a later call reads the clock again
 }
 
 void Engine::begin_post() noexcept {
@@ -334,6 +345,12 @@ void Engine::begin_post() noexcept {
 }
 
 void Engine::kick(RcQp* qp) noexcept {
+  // Where a burst costs a system call, the requests wait for progress(),
+  // which sends them with everything else due (LinkInfo::transmit_enters_kernel).
+  if (posts_wait_for_progress_) {
+    requests_waiting_ = true;
+    return;
+  }
   now_fresh_ = false;
   for (int round = 0; round < 8; ++round) {
     const bool starved = qp->transmit();

@@ -100,7 +100,9 @@ class Engine final : private FrameSink {
   // visible (memory_sync) and starts a new check epoch (check_epoch()).
   // kick() is the doorbell: builds what `qp` can send now and hands the
   // transmit ring to the link once, however long the post list was. No
-  // receive and no timers: poll() and the progress thread run those.
+  // receive and no timers: poll() and the progress thread run those. On a
+  // link whose transmit enters the kernel (LinkInfo::transmit_enters_kernel)
+  // it sends nothing: the next progress() does, for every post since.
   void begin_post() noexcept;
   void kick(RcQp* qp) noexcept;
   // Changes with every progress() and begin_post(), so at least whenever the
@@ -187,6 +189,8 @@ class Engine final : private FrameSink {
   TxSlot* raw_slot() noexcept;
   // Hands built frames to the link; false when it refused some.
   bool flush() noexcept;
+  // Every QP's responses and requests that can go now, built and flushed.
+  void transmit_all() noexcept;
   // Copies referenced payloads of frames still in the ring into their slots.
   void own_pending_payloads() noexcept;
 
@@ -226,6 +230,11 @@ class Engine final : private FrameSink {
   // capture needs whole frames (the capture writes the tail as the engine
   // holds it).
   bool open_icrc_ = false;
+  // The link's transmit enters the kernel (LinkInfo::transmit_enters_kernel):
+  // kick() leaves the requests of a post to progress(), and says so in
+  // requests_waiting_.
+  bool posts_wait_for_progress_ = false;
+  bool requests_waiting_ = false;
   DeviceCounters dev_;
   RcCounters retired_;
 };

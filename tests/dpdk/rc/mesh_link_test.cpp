@@ -57,9 +57,10 @@ LinkInfo self_info(std::uint8_t n) {
 // A member that hands frames on by their pieces (completes_icrc false).
 class PiecesMember final : public roce::Link {
  public:
-  PiecesMember() {
+  explicit PiecesMember(bool enters_kernel = false) {
     info_.name = "pieces";
     info_.max_frame = 9000;
+    info_.transmit_enters_kernel = enters_kernel;
   }
   std::size_t transmit(std::span<const TxFrame> frames) noexcept override { return frames.size(); }
   std::size_t poll(roce::FrameSink&, std::size_t) noexcept override { return 0; }
@@ -69,6 +70,23 @@ class PiecesMember final : public roce::Link {
  private:
   LinkInfo info_;
 };
+
+// A mesh whose uplink is a kernel interface (the default port of a job
+// across hosts) batches its posts as the uplink would alone
+// (LinkInfo::transmit_enters_kernel); the memif members do not enter the
+// kernel, and a mesh of them alone sends at every post.
+TEST(MeshLink, BatchesPostsWhenItsUplinkEntersTheKernel) {
+  // A mesh of one memif-like member and the given uplink (none: nullptr).
+  auto enters_kernel = [](std::unique_ptr<roce::Link> uplink) {
+    auto pair = roce::make_fault_link_pair(FaultConfig{});
+    std::vector<MeshMember> m;
+    m.push_back({mac(1), std::move(pair.a)});
+    return MeshLink::create(self_info(0), std::move(m), std::move(uplink)).value()->info().transmit_enters_kernel;
+  };
+  EXPECT_FALSE(enters_kernel(nullptr));
+  EXPECT_TRUE(enters_kernel(std::make_unique<PiecesMember>(true)));
+  EXPECT_FALSE(enters_kernel(std::make_unique<PiecesMember>(false)));
+}
 
 // Open ICRCs (TxFrame::icrc_open) only where every link a frame may take
 // completes them; the mesh's own loopback completes them as it copies.

@@ -377,6 +377,86 @@ TEST_F(RcProtocol, AckIsOnTheLinkWhenTheWriteIsVisible) {
   EXPECT_EQ(pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value().retransmitted_packets, 0u);
 }
 
+// On a link whose transmit enters the kernel (af_packet, af_xdp, tap), a
+// post hands nothing to the link: the requests of every post since wait
+// for the next progress() (here a CQ poll), which sends them in one burst,
+// so a loop of single posts costs one system call per burst, not per post.
+// Elsewhere a post's requests leave before post() returns.
+TEST_F(RcProtocol, PostsOnAKernelInterfaceLeaveWithTheNextPoll) {
+  class SyscallLink final : public roce::Link {
+   public:
+    SyscallLink(std::unique_ptr<roce::FaultLink> inner, bool enters_kernel)
+        : inner_(std::move(inner)), info_(inner_->info()) {
+      info_.transmit_enters_kernel = enters_kernel;
+    }
+    std::size_t transmit(std::span<const roce::TxFrame> frames) noexcept override {
+      ++calls_;
+      if (first_ == 0) first_ = 't';
+      return inner_->transmit(frames);
+    }
+    std::size_t poll(roce::FrameSink& sink, std::size_t max) noexcept override {
+      if (first_ == 0) first_ = 'p';
+      return inner_->poll(sink, max);
+    }
+    const roce::LinkInfo& info() const noexcept override { return info_; }
+    roce::LinkCounters counters() const noexcept override { return inner_->counters(); }
+    std::uint64_t calls() const { return calls_; }
+    // 't' or 'p': whether a transmit or a receive came first since forget().
+    char first() const { return first_; }
+    void forget() { first_ = 0; }
+
+   private:
+    std::unique_ptr<roce::FaultLink> inner_;
+    roce::LinkInfo info_;
+    std::uint64_t calls_ = 0;
+    char first_ = 0;
+  };
+  for (const bool enters_kernel : {true, false}) {
+    SCOPED_TRACE(enters_kernel ? "transmit enters the kernel" : "transmit does not enter the kernel");
+    std::vector<SyscallLink*> links;
+    PairOptions o = default_options();
+    o.wrap_link = [&links, enters_kernel](std::unique_ptr<roce::FaultLink> inner) -> std::unique_ptr<roce::Link> {
+      auto l = std::make_unique<SyscallLink>(std::move(inner), enters_kernel);
+      links.push_back(l.get());
+      return l;
+    };
+    open(o);
+    ASSERT_EQ(links.size(), 2u);
+    SyscallLink* a_link = links[0];
+    constexpr int kPosts = 10;
+    std::vector<Sge> sges(kPosts);
+    const std::uint64_t calls_before = a_link->calls();
+    for (int i = 0; i < kPosts; ++i) {
+      src_.set_u64(static_cast<std::size_t>(i) * 8, 0x5000 + static_cast<std::uint64_t>(i));
+      sges[static_cast<std::size_t>(i)] = src_.sge(static_cast<std::size_t>(i) * 8, 8);
+      WorkRequest w = wr(rma::Opcode::kRdmaWrite, &sges[static_cast<std::size_t>(i)], 1,
+                         dst_.addr(static_cast<std::size_t>(i) * 8), dst_.rkey(), 100 + static_cast<std::uint64_t>(i));
+      ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+    }
+    if (enters_kernel) {
+      EXPECT_EQ(a_link->calls(), calls_before) << "a post handed frames to the link";
+      EXPECT_EQ(pair_->b.link->pending_rx(), 0u);
+      a_link->forget();
+      Completion c[1];
+      EXPECT_EQ(pair_->a.cq->poll({c, 1}), 0);  // sends; the ACKs are not back yet
+      EXPECT_EQ(a_link->calls(), calls_before + 1) << "the poll sent the ten WRITEs in more than one burst";
+      // Before it receives: a receive may be a system call too (af_xdp).
+      EXPECT_EQ(a_link->first(), 't');
+      EXPECT_EQ(pair_->b.link->pending_rx(), static_cast<std::size_t>(kPosts));
+    } else {
+      EXPECT_EQ(a_link->calls(), calls_before + kPosts);
+      EXPECT_EQ(pair_->b.link->pending_rx(), static_cast<std::size_t>(kPosts));
+    }
+    const auto done = pair_->wait(pair_->a, kPosts);
+    ASSERT_EQ(done.size(), static_cast<std::size_t>(kPosts));
+    for (std::size_t i = 0; i < done.size(); ++i) {
+      EXPECT_EQ(done[i].status, WcStatus::kSuccess);
+      EXPECT_EQ(done[i].wr_id, 100 + i);
+      EXPECT_EQ(dst_.u64(i * 8), 0x5000 + i);
+    }
+  }
+}
+
 // The requester leaves AckReq off only when it sends another packet at once:
 // the last packet it can send before the window closes asks.
 TEST_F(RcProtocol, WindowEdgeAsksForAnAck) {

@@ -41,8 +41,9 @@ struct LinkInfo {
   // True: handing frames to the link enters the kernel (af_packet's sendto,
   // af_xdp's wakeup, tap's write), so it pays to hand over many at once: a
   // post's requests then wait for the device's next progress() (a CQ poll,
-  // a post_recv or the progress thread), where every QP's frames leave in
-  // shared bursts, instead of one system call per post. False (memif, ring,
+  // a post_recv or the progress thread), or until the posts fill a burst,
+  // and every QP's frames leave in shared bursts, instead of one system
+  // call per post. False (memif, ring,
   // PCI, a memif mesh without such an uplink, test links): a post's
   // requests leave before post() returns.
   bool transmit_enters_kernel = false;

@@ -314,9 +314,27 @@ class QpImpl final : public QueuePair {
     std::lock_guard lock(engine().mutex());
     engine().begin_post();
     PostResult r = qp_->post(wrs);
-    engine().kick(qp_.get());
+    const std::uint32_t frames =
+        engine().posts_wait_for_progress() ? request_frames(wrs.first(r.ok() ? wrs.size() : r.bad_index)) : 1;
+    engine().kick(qp_.get(), frames);
     return r;
   }
+  // The frames the requests put on the wire (a READ or an atomic: one).
+  std::uint32_t request_frames(std::span<const WorkRequest> wrs) const noexcept {
+    const std::uint64_t mtu = std::max<std::uint64_t>(qp_->path_mtu(), 256);
+    std::uint64_t frames = 0;
+    for (const WorkRequest& w : wrs) {
+      if (w.opcode == Opcode::kRdmaRead || w.opcode == Opcode::kAtomicFetchAdd || w.opcode == Opcode::kAtomicCmpSwap) {
+        ++frames;
+        continue;
+      }
+      std::uint64_t bytes = 0;
+      for (const Sge& g : w.sgl) bytes += g.length;
+      frames += bytes == 0 ? 1 : (bytes + mtu - 1) / mtu;
+    }
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(frames, UINT32_MAX));
+  }
+
   PostResult post_recv(std::span<const RecvRequest> wrs) noexcept override {
     std::lock_guard lock(engine().mutex());
     PostResult r = qp_->post_recv(wrs);

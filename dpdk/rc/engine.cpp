@@ -313,6 +313,7 @@ void Engine::progress() noexcept {
   // call too (af_xdp wakes the kernel to refill), and it would delay them.
   if (requests_waiting_) {
     requests_waiting_ = false;
+    frames_waiting_ = 0;
     transmit_all();
   }
   // Receive everything waiting (bounded), so ACKs queued behind a burst of
@@ -344,12 +345,18 @@ void Engine::begin_post() noexcept {
   ++check_epoch_;
 }
 
-void Engine::kick(RcQp* qp) noexcept {
+void Engine::kick(RcQp* qp, std::uint32_t frames) noexcept {
   // Where a burst costs a system call, the requests wait for progress(),
-  // which sends them with everything else due (LinkInfo::transmit_enters_kernel).
+  // which sends them with everything else due (LinkInfo::transmit_enters_kernel),
+  // unless they fill a burst already: a stream of large messages then
+  // leaves as it is posted, as elsewhere, one system call per burst.
   if (posts_wait_for_progress_) {
-    requests_waiting_ = true;
-    return;
+    frames_waiting_ += frames;
+    if (frames_waiting_ < kBurst) {
+      requests_waiting_ = true;
+      return;
+    }
+    frames_waiting_ = 0;
   }
   now_fresh_ = false;
   for (int round = 0; round < 8; ++round) {

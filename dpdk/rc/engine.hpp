@@ -102,9 +102,11 @@ class Engine final : private FrameSink {
   // transmit ring to the link once, however long the post list was. No
   // receive and no timers: poll() and the progress thread run those. On a
   // link whose transmit enters the kernel (LinkInfo::transmit_enters_kernel)
-  // it sends nothing: the next progress() does, for every post since.
+  // it sends nothing until the posts since the last send make a burst
+  // (`frames`: what this post puts on the wire): the next progress() does.
   void begin_post() noexcept;
-  void kick(RcQp* qp) noexcept;
+  void kick(RcQp* qp, std::uint32_t frames = 1) noexcept;
+  bool posts_wait_for_progress() const noexcept { return posts_wait_for_progress_; }
   // Changes with every progress() and begin_post(), so at least whenever the
   // lock was released in between: a local key check made in the current
   // epoch still holds (no region can be deregistered, and no unmap becomes
@@ -235,6 +237,7 @@ class Engine final : private FrameSink {
   // requests_waiting_.
   bool posts_wait_for_progress_ = false;
   bool requests_waiting_ = false;
+  std::uint32_t frames_waiting_ = 0;  // of the posts since the last send
   DeviceCounters dev_;
   RcCounters retired_;
 };

@@ -380,8 +380,9 @@ TEST_F(RcProtocol, AckIsOnTheLinkWhenTheWriteIsVisible) {
 // On a link whose transmit enters the kernel (af_packet, af_xdp, tap), a
 // post hands nothing to the link: the requests of every post since wait
 // for the next progress() (here a CQ poll), which sends them in one burst,
-// so a loop of single posts costs one system call per burst, not per post.
-// Elsewhere a post's requests leave before post() returns.
+// so a loop of single posts costs one system call per burst, not per post;
+// posts that fill a burst send it themselves. Elsewhere a post's requests
+// leave before post() returns.
 TEST_F(RcProtocol, PostsOnAKernelInterfaceLeaveWithTheNextPoll) {
   class SyscallLink final : public roce::Link {
    public:
@@ -415,6 +416,7 @@ TEST_F(RcProtocol, PostsOnAKernelInterfaceLeaveWithTheNextPoll) {
     SCOPED_TRACE(enters_kernel ? "transmit enters the kernel" : "transmit does not enter the kernel");
     std::vector<SyscallLink*> links;
     PairOptions o = default_options();
+    o.dev.path_mtu = 1024;
     o.wrap_link = [&links, enters_kernel](std::unique_ptr<roce::FaultLink> inner) -> std::unique_ptr<roce::Link> {
       auto l = std::make_unique<SyscallLink>(std::move(inner), enters_kernel);
       links.push_back(l.get());
@@ -454,6 +456,25 @@ TEST_F(RcProtocol, PostsOnAKernelInterfaceLeaveWithTheNextPoll) {
       EXPECT_EQ(done[i].wr_id, 100 + i);
       EXPECT_EQ(dst_.u64(i * 8), 0x5000 + i);
     }
+    if (!enters_kernel) continue;
+    // Large messages leave as they are posted: once the posts since the
+    // last send fill a burst (32 frames), the post sends them.
+    constexpr std::uint32_t kHalf = 16 * 1024;  // 16 frames of the path MTU, 1 KiB
+    fill_pattern(src_.data, 2 * kHalf, 9);
+    Sge halves[2] = {src_.sge(0, kHalf), src_.sge(kHalf, kHalf)};
+    const std::uint64_t before_large = a_link->calls();
+    WorkRequest w1 = wr(rma::Opcode::kRdmaWrite, &halves[0], 1, dst_.addr(0), dst_.rkey(), 200);
+    ASSERT_TRUE(pair_->a.qp->post({&w1, 1}).ok());
+    EXPECT_EQ(a_link->calls(), before_large) << "16 frames went at the post";
+    WorkRequest w2 = wr(rma::Opcode::kRdmaWrite, &halves[1], 1, dst_.addr(kHalf), dst_.rkey(), 201);
+    ASSERT_TRUE(pair_->a.qp->post({&w2, 1}).ok());
+    EXPECT_GT(a_link->calls(), before_large) << "32 frames waited for a poll";
+    EXPECT_EQ(pair_->b.link->pending_rx(), 32u);
+    const auto large = pair_->wait(pair_->a, 2);
+    ASSERT_EQ(large.size(), 2u);
+    EXPECT_EQ(large[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(large[1].status, WcStatus::kSuccess);
+    EXPECT_EQ(std::memcmp(src_.data, dst_.data, 2 * kHalf), 0);
   }
 }
 

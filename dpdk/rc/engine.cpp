@@ -351,8 +351,8 @@ void Engine::kick(RcQp* qp, std::uint32_t frames) noexcept {
   // unless they fill a burst already: a stream of large messages then
   // leaves as it is posted, as elsewhere, one system call per burst.
   if (posts_wait_for_progress_) {
-    frames_waiting_ += frames;
-    if (frames_waiting_ < kBurst) {
+    if (frames < kBurst - frames_waiting_) {  // frames_waiting_ < kBurst: no overflow
+      frames_waiting_ += frames;
       requests_waiting_ = true;
       return;
     }

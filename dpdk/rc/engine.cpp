@@ -358,6 +358,10 @@ void Engine::kick(RcQp* qp, std::uint32_t frames) noexcept {
     }
     frames_waiting_ = 0;
   }
+  send_now(qp);
+}
+
+void Engine::send_now(RcQp* qp) noexcept {
   now_fresh_ = false;
   for (int round = 0; round < 8; ++round) {
     const bool starved = qp->transmit();

@@ -106,6 +106,10 @@ class Engine final : private FrameSink {
   // (`frames`: what this post puts on the wire): the next progress() does.
   void begin_post() noexcept;
   void kick(RcQp* qp, std::uint32_t frames = 1) noexcept;
+  // Builds what `qp` can send now and hands it to the link, whatever the
+  // link (kick() without waiting for a burst): a QP about to be destroyed
+  // sends the ACK it holds (RcQp::release_held_ack).
+  void send_now(RcQp* qp) noexcept;
   bool posts_wait_for_progress() const noexcept { return posts_wait_for_progress_; }
   // Changes with every progress() and begin_post(), so at least whenever the
   // lock was released in between: a local key check made in the current

@@ -33,6 +33,8 @@ RcQp::RcQp(Engine& engine, const QpParams& p) noexcept
       mtu_(p.path_mtu) {}
 
 RcQp::~RcQp() {
+  // An ACK held for an answer that will not come now (transmit_responses).
+  if (qpn_ != 0 && state() == QpState::kRts && release_held_ack()) engine_.send_now(this);
   if (qpn_ != 0) {
     engine_.retire_counters(ctr_);
     engine_.remove_qp(qpn_);
@@ -85,6 +87,16 @@ void RcQp::set_error() noexcept {
 // ------------------------------------------------------------------ posting
 
 PostResult RcQp::post(std::span<const WorkRequest> wrs) noexcept {
+  // The ping-pong rule (transmit_responses): is this post the device's next
+  // call after one that asked this QP for an ACK (begin_post() started this
+  // call's epoch)?
+  const std::uint64_t epoch = engine_.check_epoch();
+  if (ack_asked_epoch_ != 0 && ack_asked_epoch_ + 1 == epoch) {
+    if (answers_ < kAnswersBeforeHold) ++answers_;
+  } else {
+    answers_ = 0;
+  }
+  post_epoch_ = epoch;
   const SendLimits limits{max_send_sge_, max_inline_, max_msg_size_};
   const PostResult result = swkit::post_sends(sq_, state(), limits, wrs, [&](SendWqe& w, std::uint64_t seq) {
     w.checked_epoch = 0;

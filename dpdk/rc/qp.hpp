@@ -21,7 +21,8 @@
 //
 // Responder: ePSN, the MSN, one pending ACK (coalesced: it always says
 // ePSN-1, and leaves in the device call that received what it
-// acknowledges), one pending NAK, and max_qp_rd_atom responder resources that
+// acknowledges, but in a ping-pong with the answer: see
+// transmit_responses), one pending NAK, and max_qp_rd_atom responder resources that
 // remember executed READs and atomics, so duplicates are replayed from the
 // requested PSN and atomics never run twice.
 //
@@ -93,6 +94,14 @@ class RcQp {
   // Builds frames into the engine's ring; true when it stopped for lack of room.
   bool transmit() noexcept;
   void retire(bool send_queue, std::uint64_t seq) noexcept;
+  // The QP is about to go: an ACK it still owes (one held for its
+  // program's answer, see transmit_responses) must leave now; the caller
+  // then transmits (Engine::send_now). True when it owes one.
+  bool release_held_ack() noexcept;
+
+  // Posts in a row, each the device's next call after one that asked this
+  // QP for an ACK, from which on the QP holds such an ACK for the answer.
+  static constexpr std::uint8_t kAnswersBeforeHold = 8;
 
  private:
   // The request as posted (swkit) and what the requester and completer
@@ -218,6 +227,13 @@ class RcQp {
   std::uint32_t epsn_ = 0, msn_ = 0;
   bool nak_sent_ = false;
   bool ack_pending_ = false;
+  // The ping-pong rule (transmit_responses): the check epoch of the call
+  // whose packets asked for the pending ACK (0: a duplicate's, never held),
+  // that of the last post on this QP, and how many posts in a row were the
+  // device's very next call after a call that asked for an ACK.
+  std::uint64_t ack_asked_epoch_ = 0;
+  std::uint64_t post_epoch_ = 0;
+  std::uint8_t answers_ = 0;
   bool nak_pending_ = false;
   std::uint8_t nak_syndrome_ = 0;
   std::uint32_t nak_psn_ = 0;

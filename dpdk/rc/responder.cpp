@@ -66,7 +66,10 @@ void RcQp::on_request(const Packet& pkt) noexcept {
   if (!ok) return;
   epsn_ = psn_add(psn, 1);
   nak_sent_ = false;
-  if (pkt.h.ack_req) ack_pending_ = true;
+  if (pkt.h.ack_req) {
+    ack_pending_ = true;
+    ack_asked_epoch_ = engine_.check_epoch();
+  }
 }
 
 void RcQp::on_duplicate(const Packet& pkt) noexcept {
@@ -104,6 +107,7 @@ void RcQp::on_duplicate(const Packet& pkt) noexcept {
     return;
   }
   ack_pending_ = true;  // SEND/WRITE: acknowledge again (ePSN - 1)
+  ack_asked_epoch_ = 0;  // now: the requester is retrying
 }
 
 void RcQp::responder_error(std::uint8_t nak_code, std::uint32_t vendor_err) noexcept {
@@ -394,18 +398,38 @@ bool RcQp::transmit_responses() noexcept {
     }
   }
   // The coalesced ACK (ePSN - 1) leaves in the call that received what it
-  // acknowledges, never later: it covers everything received in that call,
-  // and the ACK is on the link before the call returns. Once the call
-  // returns, the program may see the data (a WRITE lands in its memory) and
-  // exit, and a software NIC dies with its process: an ACK held for a later
-  // call would never leave, and the requester would exhaust its retries on
-  // a write that landed (RETRY_EXC_ERR for a peer that simply finished).
+  // acknowledges: it covers everything received in that call, and the ACK
+  // is on the link before the call returns. Once the call returns, the
+  // program may see the data (a WRITE lands in its memory) and exit, and a
+  // software NIC dies with its process: an ACK held for a later call would
+  // never leave, and the requester would exhaust its retries on a write
+  // that landed (RETRY_EXC_ERR for a peer that simply finished).
+  //
+  // Except in a ping-pong: when the program answered each of the last
+  // kAnswersBeforeHold such calls with a post on this QP as the device's
+  // very next call, the ACK waits for that call, whatever it is, and leaves
+  // in the answer's burst (on a kernel interface: in one system call
+  // instead of two, which is most of a hop there). A program that stops
+  // answering sends it with its next call (a poll, the progress thread) and
+  // ends the hold; one that exits without another call after seeing the
+  // data (_Exit, a crash; closing the QP sends it) leaves its peer to
+  // retry and fail.
   if (ack_pending_) {
+    const std::uint64_t epoch = engine_.check_epoch();
+    if (ack_asked_epoch_ == epoch && answers_ >= kAnswersBeforeHold) return false;
     if (!send_ack(make_syndrome(AckType::kAck, kAckUnlimitedCredits), psn_add(epsn_, kPsnMask), false, 0)) return true;
     ack_pending_ = false;
     ++ctr_.acks_sent;
+    // Held, and no post came since the call that asked: no longer a ping-pong.
+    if (ack_asked_epoch_ != 0 && ack_asked_epoch_ != epoch && post_epoch_ < ack_asked_epoch_) answers_ = 0;
   }
   return false;
+}
+
+bool RcQp::release_held_ack() noexcept {
+  if (!ack_pending_) return false;
+  ack_asked_epoch_ = 0;
+  return true;
 }
 
 }  // namespace rma::roce::rc

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "harness.hpp"
+#include "rc/qp.hpp"
 #include "wire/byte_order.hpp"
 
 namespace rma::softroce::testing {
@@ -20,6 +21,38 @@ namespace {
 
 using roce::Opcode;
 using std::chrono::milliseconds;
+
+// A link that says whether its transmit enters the kernel (af_packet,
+// af_xdp, tap) and counts the device's transmit calls, which are what cost a
+// system call there.
+class SyscallLink final : public roce::Link {
+ public:
+  SyscallLink(std::unique_ptr<roce::FaultLink> inner, bool enters_kernel)
+      : inner_(std::move(inner)), info_(inner_->info()) {
+    info_.transmit_enters_kernel = enters_kernel;
+  }
+  std::size_t transmit(std::span<const roce::TxFrame> frames) noexcept override {
+    ++calls_;
+    if (first_ == 0) first_ = 't';
+    return inner_->transmit(frames);
+  }
+  std::size_t poll(roce::FrameSink& sink, std::size_t max) noexcept override {
+    if (first_ == 0) first_ = 'p';
+    return inner_->poll(sink, max);
+  }
+  const roce::LinkInfo& info() const noexcept override { return info_; }
+  roce::LinkCounters counters() const noexcept override { return inner_->counters(); }
+  std::uint64_t calls() const { return calls_; }
+  // 't' or 'p': whether a transmit or a receive came first since forget().
+  char first() const { return first_; }
+  void forget() { first_ = 0; }
+
+ private:
+  std::unique_ptr<roce::FaultLink> inner_;
+  roce::LinkInfo info_;
+  std::uint64_t calls_ = 0;
+  char first_ = 0;
+};
 
 class RcProtocol : public ::testing::Test {
  protected:
@@ -56,7 +89,74 @@ class RcProtocol : public ::testing::Test {
                   signal_all || i + 1 == n ? kWrSignaled : 0u);
     }
   }
+  // `rounds` rounds of an 8-byte WRITE ping-pong as rma_write_lat drives it: A
+  // writes a word into B; B's program polls once, sees it, and answers with
+  // a WRITE into A as its next call; A polls once, sees that, and its next
+  // call is the next round's post. Where posts wait for a poll
+  // (`posts_wait`), each side polls once more to send its post. Checks that
+  // B's ACK of each WRITE leaves in the call that received it until B has
+  // answered kAnswersBeforeHold WRITEs in a row, and from then on in the
+  // transmit that carries the answer (`b_link`, when given, counts B's
+  // transmits). Completions taken go to a_wc_ / b_wc_.
+  void ping_pong(int rounds, bool posts_wait, SyscallLink* b_link) {
+    constexpr int kHold = roce::rc::RcQp::kAnswersBeforeHold;
+    auto poll = [](Side& s, std::vector<Completion>& into) {
+      Completion c[8];
+      const int k = s.cq->poll({c, 8});
+      ASSERT_GE(k, 0);
+      into.insert(into.end(), c, c + k);
+    };
+    for (int round = 0; round < rounds; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      const std::uint64_t word = 0x7000 + static_cast<std::uint64_t>(round);
+      src_.set_u64(0, word);
+      Sge sa = src_.sge(0, 8);
+      WorkRequest wa = wr(rma::Opcode::kRdmaWrite, &sa, 1, dst_.addr(64), dst_.rkey(), static_cast<std::uint64_t>(round));
+      ASSERT_TRUE(pair_->a.qp->post({&wa, 1}).ok());
+      if (posts_wait) poll(pair_->a, a_wc_);
+      // A's WRITE, after the first round with A's ACK of B's last answer.
+      ASSERT_EQ(pair_->b.link->pending_rx(), round == 0 ? 1u : 2u);
+      const std::uint64_t b_calls = b_link != nullptr ? b_link->calls() : 0;
+      poll(pair_->b, b_wc_);
+      ASSERT_EQ(dst_.u64(64), word);
+      const bool held = round >= kHold;
+      EXPECT_EQ(pair_->a.link->pending_rx(), held ? 0u : 1u) << (held ? "the ACK did not wait for the answer"
+                                                                      : "the ACK did not leave with the data");
+      dst_.set_u64(128, word + 0x100);
+      Sge sb = dst_.sge(128, 8);
+      WorkRequest wb = wr(rma::Opcode::kRdmaWrite, &sb, 1, src_.addr(128), src_.rkey(), 1000 + static_cast<std::uint64_t>(round));
+      ASSERT_TRUE(pair_->b.qp->post({&wb, 1}).ok());
+      if (posts_wait) poll(pair_->b, b_wc_);
+      EXPECT_EQ(pair_->a.link->pending_rx(), 2u) << "the ACK and the answer";
+      if (b_link != nullptr) {
+        EXPECT_EQ(b_link->calls() - b_calls, held ? 1u : 2u) << "transmits for the ACK and the answer";
+      }
+      poll(pair_->a, a_wc_);
+      ASSERT_EQ(src_.u64(128), word + 0x100);
+    }
+  }
+  // Takes the completions of every WRITE of rounds [0, rounds) that the
+  // ping-pong left, and checks them all and that nothing was resent.
+  void finish_ping_pong(int rounds) {
+    const auto a_rest = pair_->wait(pair_->a, static_cast<std::size_t>(rounds) - a_wc_.size());
+    a_wc_.insert(a_wc_.end(), a_rest.begin(), a_rest.end());
+    const auto b_rest = pair_->wait(pair_->b, static_cast<std::size_t>(rounds) - b_wc_.size());
+    b_wc_.insert(b_wc_.end(), b_rest.begin(), b_rest.end());
+    ASSERT_EQ(a_wc_.size(), static_cast<std::size_t>(rounds));
+    ASSERT_EQ(b_wc_.size(), static_cast<std::size_t>(rounds));
+    for (std::size_t i = 0; i < a_wc_.size(); ++i) {
+      EXPECT_EQ(a_wc_[i].status, WcStatus::kSuccess);
+      EXPECT_EQ(a_wc_[i].wr_id, i);
+      EXPECT_EQ(b_wc_[i].status, WcStatus::kSuccess);
+      EXPECT_EQ(b_wc_[i].wr_id, 1000 + i);
+    }
+    for (Side* s : {&pair_->a, &pair_->b}) {
+      EXPECT_EQ(s->sdev->qp_counters(s->qp->qp_num()).value().retransmitted_packets, 0u);
+    }
+  }
+
   static constexpr std::size_t kSize = 2u << 20;
+  std::vector<Completion> a_wc_, b_wc_;
   std::unique_ptr<Pair> pair_;
   Buffer src_, dst_;
 };
@@ -377,6 +477,83 @@ TEST_F(RcProtocol, AckIsOnTheLinkWhenTheWriteIsVisible) {
   EXPECT_EQ(pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value().retransmitted_packets, 0u);
 }
 
+// The ping-pong rule (RcQp::transmit_responses): a program that answers
+// every WRITE with a post on the same QP as its very next call gets, once it
+// has answered kAnswersBeforeHold in a row, the ACK of the next WRITE sent
+// in its answer's transmit: one transmit a hop instead of two, a system call
+// less a hop on a kernel interface.
+TEST_F(RcProtocol, APingPongsAckLeavesInTheAnswersTransmit) {
+  for (const bool enters_kernel : {false, true}) {
+    SCOPED_TRACE(enters_kernel ? "transmit enters the kernel" : "transmit does not enter the kernel");
+    std::vector<SyscallLink*> links;
+    PairOptions o = default_options();
+    o.wrap_link = [&links, enters_kernel](std::unique_ptr<roce::FaultLink> inner) -> std::unique_ptr<roce::Link> {
+      auto l = std::make_unique<SyscallLink>(std::move(inner), enters_kernel);
+      links.push_back(l.get());
+      return l;
+    };
+    a_wc_.clear();
+    b_wc_.clear();
+    open(o);
+    ASSERT_EQ(links.size(), 2u);
+    constexpr int kRounds = roce::rc::RcQp::kAnswersBeforeHold + 4;
+    ping_pong(kRounds, enters_kernel, links[1]);
+    finish_ping_pong(kRounds);
+  }
+}
+
+// A held ACK waits for the device's next call of any kind: a program that
+// stops answering sends it with its next poll, and the hold ends there.
+TEST_F(RcProtocol, AHeldAckLeavesWithTheNextCallOfAnyKind) {
+  open();
+  constexpr int kRounds = roce::rc::RcQp::kAnswersBeforeHold + 1;
+  ping_pong(kRounds, false, nullptr);
+  finish_ping_pong(kRounds);
+  for (int i = 0; i < 2; ++i) {
+    src_.set_u64(0, 0x9000 + static_cast<std::uint64_t>(i));
+    Sge s = src_.sge(0, 8);
+    WorkRequest w = wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(64), dst_.rkey(), 77);
+    ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+    Completion c[4];
+    ASSERT_GE(pair_->b.cq->poll({c, 4}), 0);
+    ASSERT_EQ(dst_.u64(64), 0x9000 + static_cast<std::uint64_t>(i));
+    if (i == 0) {
+      EXPECT_EQ(pair_->a.link->pending_rx(), 0u) << "B answered every WRITE so far: its ACK waits for the answer";
+      ASSERT_GE(pair_->b.cq->poll({c, 4}), 0);  // no answer: a poll
+      EXPECT_EQ(pair_->a.link->pending_rx(), 1u) << "the held ACK did not leave with the next call";
+    } else {
+      EXPECT_EQ(pair_->a.link->pending_rx(), 1u) << "the hold did not end when B stopped answering";
+    }
+    const Completion got = pair_->wait_one(pair_->a);
+    EXPECT_EQ(got.status, WcStatus::kSuccess);
+    EXPECT_EQ(got.wr_id, 77u);
+  }
+  EXPECT_EQ(pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value().retransmitted_packets, 0u);
+}
+
+// A QP that is destroyed sends the ACK it holds: a program that ends a
+// ping-pong and closes normally leaves its peer nothing to retry.
+TEST_F(RcProtocol, AHeldAckLeavesWhenItsQpIsDestroyed) {
+  open();
+  constexpr int kRounds = roce::rc::RcQp::kAnswersBeforeHold + 1;
+  ping_pong(kRounds, false, nullptr);
+  finish_ping_pong(kRounds);
+  src_.set_u64(0, 0xA000);
+  Sge s = src_.sge(0, 8);
+  WorkRequest w = wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(64), dst_.rkey(), 88);
+  ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+  Completion c[4];
+  ASSERT_GE(pair_->b.cq->poll({c, 4}), 0);
+  ASSERT_EQ(dst_.u64(64), 0xA000u);
+  EXPECT_EQ(pair_->a.link->pending_rx(), 0u) << "held for the answer";
+  pair_->b.qp.reset();
+  EXPECT_EQ(pair_->a.link->pending_rx(), 1u) << "the destroyed QP kept its ACK";
+  const Completion got = pair_->wait_one(pair_->a);
+  EXPECT_EQ(got.status, WcStatus::kSuccess);
+  EXPECT_EQ(got.wr_id, 88u);
+  EXPECT_EQ(pair_->a.sdev->qp_counters(pair_->a.qp->qp_num()).value().retransmitted_packets, 0u);
+}
+
 // On a link whose transmit enters the kernel (af_packet, af_xdp, tap), a
 // post hands nothing to the link: the requests of every post since wait
 // for the next progress() (here a CQ poll), which sends them in one burst,
@@ -384,34 +561,6 @@ TEST_F(RcProtocol, AckIsOnTheLinkWhenTheWriteIsVisible) {
 // posts that fill a burst send it themselves. Elsewhere a post's requests
 // leave before post() returns.
 TEST_F(RcProtocol, PostsOnAKernelInterfaceLeaveWithTheNextPoll) {
-  class SyscallLink final : public roce::Link {
-   public:
-    SyscallLink(std::unique_ptr<roce::FaultLink> inner, bool enters_kernel)
-        : inner_(std::move(inner)), info_(inner_->info()) {
-      info_.transmit_enters_kernel = enters_kernel;
-    }
-    std::size_t transmit(std::span<const roce::TxFrame> frames) noexcept override {
-      ++calls_;
-      if (first_ == 0) first_ = 't';
-      return inner_->transmit(frames);
-    }
-    std::size_t poll(roce::FrameSink& sink, std::size_t max) noexcept override {
-      if (first_ == 0) first_ = 'p';
-      return inner_->poll(sink, max);
-    }
-    const roce::LinkInfo& info() const noexcept override { return info_; }
-    roce::LinkCounters counters() const noexcept override { return inner_->counters(); }
-    std::uint64_t calls() const { return calls_; }
-    // 't' or 'p': whether a transmit or a receive came first since forget().
-    char first() const { return first_; }
-    void forget() { first_ = 0; }
-
-   private:
-    std::unique_ptr<roce::FaultLink> inner_;
-    roce::LinkInfo info_;
-    std::uint64_t calls_ = 0;
-    char first_ = 0;
-  };
   for (const bool enters_kernel : {true, false}) {
     SCOPED_TRACE(enters_kernel ? "transmit enters the kernel" : "transmit does not enter the kernel");
     std::vector<SyscallLink*> links;

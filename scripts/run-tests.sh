@@ -15,9 +15,11 @@
 # Under tsan the 'torture' label (too slow), 'fuzz' (clang+ASan builds the
 # asan preset already ran), 'softroce' (the QEMU guest's suite, which the
 # asan preset runs: 150 s more would keep CI over 45 minutes), 'packaging'
-# (install trees, nothing TSan looks at) and 'larger_job' (the runs of
+# (install trees, nothing TSan looks at), 'larger_job' (the runs of
 # multi-process scenarios that also run on fewer ranks: a rank has the same
-# threads at any job size; asan runs every size) are skipped. The default
+# threads at any job size; asan runs every size) and 'soak_in_process' (the
+# protocol soak over the in-memory link, one thread driving both devices;
+# asan runs it) are skipped. The default
 # runs the two sanitizer presets, both optimised builds (asan -O1, tsan -O2;
 # RelWithDebInfo); add release with RMA_TEST_PRESETS="asan tsan release" or
 # --preset release.
@@ -112,7 +114,7 @@ for i in "${!presets[@]}"; do
     # As the tsan test preset: fuzz targets are clang+ASan builds; the QEMU
     # guest's suite, the packaging tests and the larger runs of multi-process
     # scenarios that also run on fewer ranks here run under asan.
-    args+=(-LE '^(torture|fuzz|softroce|packaging|larger_job)$')
+    args+=(-LE '^(torture|fuzz|softroce|packaging|larger_job|soak_in_process)$')
   fi
   echo "=== preset $p: ctest ${args[*]} ${ctest_extra[*]} ==="
   summary="$(mktemp)"

@@ -155,6 +155,17 @@ class RcProtocol : public ::testing::Test {
     }
   }
 
+  // A writes `word` into B (wr_id `id`); B's program polls once and sees it.
+  void write_seen_by_b(std::uint64_t word, std::uint64_t id) {
+    src_.set_u64(0, word);
+    Sge s = src_.sge(0, 8);
+    WorkRequest w = wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(64), dst_.rkey(), id);
+    ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
+    Completion c[4];
+    ASSERT_GE(pair_->b.cq->poll({c, 4}), 0);
+    ASSERT_EQ(dst_.u64(64), word);
+  }
+
   static constexpr std::size_t kSize = 2u << 20;
   std::vector<Completion> a_wc_, b_wc_;
   std::unique_ptr<Pair> pair_;
@@ -510,15 +521,10 @@ TEST_F(RcProtocol, AHeldAckLeavesWithTheNextCallOfAnyKind) {
   ping_pong(kRounds, false, nullptr);
   finish_ping_pong(kRounds);
   for (int i = 0; i < 2; ++i) {
-    src_.set_u64(0, 0x9000 + static_cast<std::uint64_t>(i));
-    Sge s = src_.sge(0, 8);
-    WorkRequest w = wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(64), dst_.rkey(), 77);
-    ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
-    Completion c[4];
-    ASSERT_GE(pair_->b.cq->poll({c, 4}), 0);
-    ASSERT_EQ(dst_.u64(64), 0x9000 + static_cast<std::uint64_t>(i));
+    ASSERT_NO_FATAL_FAILURE(write_seen_by_b(0x9000 + static_cast<std::uint64_t>(i), 77));
     if (i == 0) {
       EXPECT_EQ(pair_->a.link->pending_rx(), 0u) << "B answered every WRITE so far: its ACK waits for the answer";
+      Completion c[4];
       ASSERT_GE(pair_->b.cq->poll({c, 4}), 0);  // no answer: a poll
       EXPECT_EQ(pair_->a.link->pending_rx(), 1u) << "the held ACK did not leave with the next call";
     } else {
@@ -538,13 +544,7 @@ TEST_F(RcProtocol, AHeldAckLeavesWhenItsQpIsDestroyed) {
   constexpr int kRounds = roce::rc::RcQp::kAnswersBeforeHold + 1;
   ping_pong(kRounds, false, nullptr);
   finish_ping_pong(kRounds);
-  src_.set_u64(0, 0xA000);
-  Sge s = src_.sge(0, 8);
-  WorkRequest w = wr(rma::Opcode::kRdmaWrite, &s, 1, dst_.addr(64), dst_.rkey(), 88);
-  ASSERT_TRUE(pair_->a.qp->post({&w, 1}).ok());
-  Completion c[4];
-  ASSERT_GE(pair_->b.cq->poll({c, 4}), 0);
-  ASSERT_EQ(dst_.u64(64), 0xA000u);
+  ASSERT_NO_FATAL_FAILURE(write_seen_by_b(0xA000, 88));
   EXPECT_EQ(pair_->a.link->pending_rx(), 0u) << "held for the answer";
   pair_->b.qp.reset();
   EXPECT_EQ(pair_->a.link->pending_rx(), 1u) << "the destroyed QP kept its ACK";

@@ -96,15 +96,20 @@ class AfPacketVeth : public ::testing::Test {
   std::string if_[2];
 };
 
-// Runs the peer to completion; its exit code and what it printed.
-std::pair<int, std::string> run_peer(const std::string& args) {
+// Runs a shell command to completion; its exit code and what it printed.
+std::pair<int, std::string> capture(const std::string& cmd) {
   std::string out;
-  FILE* p = popen((std::string(RMA_PORT_PEER_PATH) + " " + args + " 2>&1").c_str(), "r");
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (p == nullptr) return {-1, "popen failed"};
   std::array<char, 512> buf{};
   while (std::fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
   const int st = pclose(p);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+// Runs the peer to completion.
+std::pair<int, std::string> run_peer(const std::string& args) {
+  return capture(std::string(RMA_PORT_PEER_PATH) + " " + args);
 }
 
 int exit_code(std::optional<int> st) {
@@ -186,3 +191,43 @@ TEST_F(AfPacketVeth, DownOrMissingInterfaceIsRefusedWithItsName) {
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("af_packet:rmaNoSuch0: no network interface of that name"), std::string::npos) << out;
 }
+
+#ifdef RMA_FRAME_PUMP_PATH
+// rma_frame_pump, the two-host benchmark's measure of the link itself
+// (bench/twohost): its sender in one namespace, its receiver (which enters
+// the other with --peer-netns) on the far end of the veth pair; over a
+// kernel interface the two ends meet through "ready" and "end" frames.
+TEST_F(AfPacketVeth, FramePumpMeasuresTheLinkBetweenNamespaces) {
+  const std::string ring = ",framesz=8192,blocksz=65536,framecnt=256";
+  const std::string pump = "timeout 60 ip netns exec " + g_ns[0] + " " + RMA_FRAME_PUMP_PATH + " --port af_packet:" +
+                           if_[0] + ring + " --peer-port af_packet:" + if_[1] + ring + " --peer-netns " + g_ns[1];
+  auto [rc, out] = capture(pump + " --size 4096 --count 20000");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("rx payload 4096 B frame 4154 B: "), std::string::npos) << out;
+  EXPECT_NE(out.find(" Mframes/s, payload "), std::string::npos) << out;
+  EXPECT_NE(out.find("of 20000 frames lost"), std::string::npos) << out;
+  EXPECT_EQ(out.find("wrong size"), std::string::npos) << out;
+
+  std::tie(rc, out) = capture(pump + " --pingpong --size 8 --count 500");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("pingpong payload 8 B frame 66 B: 500 round trips: half round trip typical "), std::string::npos)
+      << out;
+}
+
+// Bad input: half a link, or a namespace that does not exist, is refused
+// with what was wrong and a non-zero exit, not a wait.
+TEST_F(AfPacketVeth, FramePumpRefusesHalfALinkAndAMissingNamespace) {
+  auto [rc, out] = capture(std::string(RMA_FRAME_PUMP_PATH) + " --port af_packet:" + if_[0]);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--port and --peer-port go together"), std::string::npos) << out;
+
+  std::tie(rc, out) = capture(std::string(RMA_FRAME_PUMP_PATH) + " --peer-netns " + g_ns[1]);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--peer-netns needs --port and --peer-port"), std::string::npos) << out;
+
+  std::tie(rc, out) = capture("timeout 60 ip netns exec " + g_ns[0] + " " + RMA_FRAME_PUMP_PATH + " --port af_packet:" +
+                              if_[0] + " --peer-port af_packet:" + if_[1] + " --peer-netns rma-no-such-ns --count 10");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("cannot enter network namespace rma-no-such-ns"), std::string::npos) << out;
+}
+#endif

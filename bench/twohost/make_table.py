@@ -13,6 +13,8 @@ OURS = [("ours", "librma af_packet"), ("ours-afxdp", "librma af_xdp")]
 PEERS = [("ucx-tcp", "UCX tcp"), ("libfabric-tcp", "libfabric tcp")]
 IMPLS = OURS + PEERS
 SHORT = {"ours": "af_packet", "ours-afxdp": "af_xdp", "ucx-tcp": "UCX", "libfabric-tcp": "libfabric"}
+# rma_frame_pump on the port each of ours uses: the link with no NIC.
+LINKS = [("link-afpacket", "ours", "af_packet"), ("link-afxdp", "ours-afxdp", "af_xdp")]
 
 
 def main():
@@ -96,6 +98,25 @@ def main():
             row += "".join(f" {ratio(med('write_lat', o, s), med('write_lat', p, s), False)} |"
                            for o, _ in OURS for p, _ in PEERS)
             lines.append(row)
+        lines.append("")
+    link_rows = [(li, o, port) for li, o, port in LINKS
+                 if any(k[1] == li for k in vals)]
+    if link_rows:
+        lines.append("### The link alone (rma_frame_pump on the same ports, no NIC; median of rounds)\n")
+        lines.append("| port | frame payload (B) | link payload MiB/s | our WRITE MiB/s, largest size | of the link "
+                     "| link 8 B half round trip (µs) | our 8 B WRITE latency (µs) | ours / link |")
+        lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        wsizes = sorted({k[2] for k in vals if k[0] == "write_bw"})
+        for li, o, port in link_rows:
+            payloads = sorted({k[2] for k in vals if k[0] == "link_bw" and k[1] == li})
+            payload = payloads[-1] if payloads else None
+            lbw = med("link_bw", li, payload) if payload else None
+            obw = med("write_bw", o, wsizes[-1]) if wsizes else None
+            llat, olat = med("link_lat", li, 8), med("write_lat", o, 8)
+            share = f"{100 * obw / lbw:.0f} %" if obw and lbw else "n/a"
+            lat_ratio = f"{olat / llat:.2f}" if olat and llat else "n/a"
+            lines.append(f"| {port} | {payload or 'n/a'} | {fmt(lbw)} | {fmt(obw)} | {share} | {fmt(llat)} "
+                         f"| {fmt(olat)} | {lat_ratio} |")
         lines.append("")
     spreads = {i: [max(v) / min(v) for (m, j, _), v in vals.items() if j == i and len(v) > 1 and min(v) > 0]
                for i, _ in IMPLS}

@@ -9,20 +9,24 @@
 #   UCX tcp    ucx_perftest ucp_put_bw / ucp_get / ucp_put_lat, UCX_TLS=tcp
 #   libfabric  fi_rma_loop (bench/peers/) write_bw / read_bw / write_lat over
 #              libfabric's tcp provider (FI_EP_MSG)
+#   the link   rma_frame_pump (bench/port/) over the same two ports, with no
+#              NIC: frames of our path MTU's payload as fast as the link
+#              takes them, and an 8 B frame ping-pong (what any RoCE NIC on
+#              these ports could reach at best)
 # Bandwidth at every size of SIZES, WRITE latency at 8 B; servers in
 # namespace A, clients in namespace B. Prints and writes the medians.
 #
 #   bench/twohost/run-twohost.sh [-b BUILD_DIR] [-o OUT_DIR] [-r ROUNDS] [-s "SIZES"]
 #
 # BUILD_DIR (default build/release) must hold bench/perftest/rma_{write_bw,
-# read_bw,write_lat} and bench/peers/fi_rma_loop. OUT_DIR (default
+# read_bw,write_lat}, bench/peers/fi_rma_loop and bench/port/rma_frame_pump. OUT_DIR (default
 # bench/twohost/results) receives results.csv (every round), load.csv (the
 # load average before each pair) and TABLE.md (medians and ratios). ROUNDS
 # defaults to 3. Needs root (namespaces, AF_PACKET); installs ucx-utils,
 # libfabric-bin and libfabric-dev when missing. Exits non-zero, naming what
 # failed, when any measurement fails; the namespaces are removed on any exit.
 #
-# Environment: TWOHOST_AFPACKET="framesz=8192,blocksz=65536,framecnt=4096"
+# Environment: TWOHOST_AFPACKET="framesz=8192,blocksz=65536,framecnt=256"
 # (the af_packet ring options of our port), TWOHOST_TIMEOUT (s per process, 120),
 # TWOHOST_OURS_READ_ARGS (more arguments for both sides of our rma_read_bw,
 # e.g. "-o 32"; named in the table's setup line).
@@ -57,8 +61,9 @@ done
 
 tools="$build/bench/perftest"
 fi_loop="$build/bench/peers/fi_rma_loop"
-for t in "$tools/rma_write_bw" "$tools/rma_read_bw" "$tools/rma_write_lat" "$fi_loop"; do
-  [[ -x "$t" ]] || fail "$t is not built (cmake --build $build --target rma_write_bw rma_read_bw rma_write_lat fi_rma_loop)"
+pump="$build/bench/port/rma_frame_pump"
+for t in "$tools/rma_write_bw" "$tools/rma_read_bw" "$tools/rma_write_lat" "$fi_loop" "$pump"; do
+  [[ -x "$t" ]] || fail "$t is not built (cmake --build $build --target rma_write_bw rma_read_bw rma_write_lat fi_rma_loop rma_frame_pump)"
 done
 # shellcheck source-path=SCRIPTDIR source=../../scripts/lib/deps.sh
 source "$root/scripts/lib/deps.sh"
@@ -67,7 +72,7 @@ source "$here/../lib/pair_args.sh"
 rma_install_deps ucx-utils libfabric-bin libfabric-dev >&2 || fail "installing ucx-utils/libfabric failed"
 command -v ucx_perftest >/dev/null || fail "ucx_perftest not found after installing ucx-utils"
 
-afp="${TWOHOST_AFPACKET:-framesz=8192,blocksz=65536,framecnt=4096}"
+afp="${TWOHOST_AFPACKET:-framesz=8192,blocksz=65536,framecnt=256}"
 read -r -a ours_read_args <<<"${TWOHOST_OURS_READ_ARGS:-}"
 tmo="${TWOHOST_TIMEOUT:-120}"
 framesz=$(sed -n 's/.*framesz=\([0-9]*\).*/\1/p' <<<"$afp")
@@ -132,7 +137,10 @@ failures=()
 port=19000
 
 iters_bw() { local s=$1; if (( s <= 4096 )); then echo 20000; elif (( s <= 65536 )); then echo 5000; else echo 500; fi; }
-iters_lat=5000
+# 20,000 round trips: on this kind of VM a ring slot's first use is slow
+# (af_packet with 4096 slots: about 13 us a hop until the ring has gone
+# round once, 2.3-2.7 us after), so a run of 5,000 measured mostly the warm-up.
+iters_lat=20000
 
 # Waits until something listens on TCP port $1 in namespace A (every
 # server's first step; our tools start DPDK before listening).
@@ -226,6 +234,35 @@ libfabric() {  # libfabric ROUND TEST METRIC SIZE ITERS COLUMN UNIT
   else failed "round $r: fi_rma_loop $test -s $s"; fi
 }
 
+# link KIND ROUND: rma_frame_pump between the two ends of KIND's veth pair
+# (sender in A, receiver in B): payload MiB/s of frames that carry our path
+# MTU, and the half round trip of an 8 B frame ping-pong.
+link() {
+  local kind=$1 r=$2 pa pb payload impl v
+  if [[ $kind == af_packet ]]; then
+    pa="af_packet:$if_a,$afp"; pb="af_packet:$if_b,$afp"; payload=4096; impl=link-afpacket
+  else
+    pa="af_xdp:$xdp_a"; pb="af_xdp:$xdp_b"; payload=2048; impl=link-afxdp
+  fi
+  log_load "$loadcsv" "link $kind"
+  if timeout "$tmo" ip netns exec "$ns_a" "$pump" --port "$pa" --peer-port "$pb" --peer-netns "$ns_b" \
+       --size "$payload" --count 200000 >"$work/client.log" 2>&1 &&
+     v=$(sed -n 's/.*Mframes\/s, payload \([0-9.]*\) GB\/s.*/\1/p' "$work/client.log") && [[ -n "$v" ]]; then
+    record "$r" link_bw "$impl" "$payload" "$(awk -v g="$v" 'BEGIN {printf "%.1f", g * 1e9 / 1048576}')" MiB/s
+  else
+    { echo "run-twohost: link $kind frames failed"; tail -n 15 "$work/client.log"; } >&2
+    failed "round $r: rma_frame_pump over $kind"
+  fi
+  if timeout "$tmo" ip netns exec "$ns_a" "$pump" --port "$pa" --peer-port "$pb" --peer-netns "$ns_b" \
+       --pingpong --size 8 --count "$iters_lat" >"$work/client.log" 2>&1 &&
+     v=$(sed -n 's/.*half round trip typical \([0-9.]*\) us.*/\1/p' "$work/client.log") && [[ -n "$v" ]]; then
+    record "$r" link_lat "$impl" 8 "$v" us
+  else
+    { echo "run-twohost: link $kind ping-pong failed"; tail -n 15 "$work/client.log"; } >&2
+    failed "round $r: rma_frame_pump --pingpong over $kind"
+  fi
+}
+
 echo "run-twohost: $ns_a/$if_a ($ip_a, our NIC $nic_a) <-> $ns_b/$if_b ($ip_b, our NIC $nic_b), mtu $mtu," \
   "af_packet $afp; af_xdp $xdp_a <-> $xdp_b (our NICs $xnic_a, $xnic_b), mtu $xdp_mtu;" \
   "sizes $sizes; $rounds round(s); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -257,6 +294,8 @@ for (( r = 1; r <= rounds; r++ )); do
       2) libfabric "$r" write_lat write_lat 8 "$iters_lat" 5 us ;;      # median, half round trip
     esac
   done
+  link af_packet "$r"
+  link af_xdp "$r"
 done
 
 python3 "$here/make_table.py" --csv "$csv" --load-csv "$loadcsv" --out "$out/TABLE.md" \

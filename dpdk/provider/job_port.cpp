@@ -157,10 +157,12 @@ AfPacketRing af_packet_ring_for_mtu(int mtu) noexcept {
   const std::uint32_t need = mtu > 0 ? static_cast<std::uint32_t>(mtu) + 14 + 80 : 8192;
   std::uint32_t framesz = 2048;
   while (framesz < need && framesz < 8192) framesz *= 2;
-  // 16 MiB per ring (rx and tx each): bench/twohost measured 4096 slots of
-  // 8 KiB ahead of 1024 and of 16384; half of that per rank, since several
-  // ranks of a host each hold their own rings.
-  return AfPacketRing{framesz, 65536, (16u << 20) / framesz};
+  // 2 MiB per ring (rx and tx each), 256 slots of 8 KiB: on a virtual
+  // machine every slot the kernel and the port touch is a page whose
+  // translation may have to be found again, and bench/twohost measured 256
+  // slots of 8 KiB ahead of 1024 and 4096 in bandwidth and latency alike
+  // (bench/README.md); 128 began to drop frames under 1 MiB WRITEs.
+  return AfPacketRing{framesz, 65536, kAfPacketRingBytes / framesz};
 }
 
 std::optional<std::uint32_t> slurm_tasks_on_node(std::string_view text, std::uint32_t node) noexcept {

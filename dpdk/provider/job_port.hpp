@@ -81,7 +81,8 @@ roce::MacAddress job_rank_mac(std::string_view job, std::uint32_t rank) noexcept
 std::uint32_t job_rank_ipv4(std::string_view job, std::uint32_t rank) noexcept;  // host byte order
 
 // af_packet ring options for an interface of `mtu`: frames of the MTU (and
-// at most 8192, what our port carries), 16 MiB per ring.
+// at most 8192, what our port carries), kAfPacketRingBytes per ring.
+inline constexpr std::uint32_t kAfPacketRingBytes = 2u << 20;
 struct AfPacketRing {
   std::uint32_t framesz = 0, blocksz = 0, framecnt = 0;
 };

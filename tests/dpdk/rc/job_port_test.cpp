@@ -113,7 +113,7 @@ TEST(JobPort, CrossHostSpecIsABridgedAfPacketPortSizedForTheMtu) {
   EXPECT_EQ(p->rank, 1u);
   EXPECT_EQ(p->size, 2u);
   EXPECT_EQ(p->framesz, 2048u) << "a 1500-byte MTU fits 2 KiB slots";
-  EXPECT_EQ(static_cast<std::uint64_t>(p->framesz) * p->framecnt, 16u << 20);
+  EXPECT_EQ(static_cast<std::uint64_t>(p->framesz) * p->framecnt, kAfPacketRingBytes);
   // The same job on another host meets on other sockets.
   auto other = cross_host_spec(r, UplinkInterface{"veth-b", 1500}, "hosta|boot/1/3");
   ASSERT_TRUE(other.ok());

@@ -137,9 +137,10 @@ failures=()
 port=19000
 
 iters_bw() { local s=$1; if (( s <= 4096 )); then echo 20000; elif (( s <= 65536 )); then echo 5000; else echo 500; fi; }
-# 20,000 round trips: on this kind of VM a ring slot's first use is slow
-# (af_packet with 4096 slots: about 13 us a hop until the ring has gone
-# round once, 2.3-2.7 us after), so a run of 5,000 measured mostly the warm-up.
+# 20,000 round trips: the first thousands are slow on this kind of VM
+# (rma_frame_pump over af_packet with 4096 ring slots: 13-15 us a hop over
+# 5,000 round trips, 2.7 us over 50,000), so runs of 5,000 measured mostly
+# the warm-up.
 iters_lat=20000
 
 # Waits until something listens on TCP port $1 in namespace A (every

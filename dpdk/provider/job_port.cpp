@@ -157,11 +157,10 @@ AfPacketRing af_packet_ring_for_mtu(int mtu) noexcept {
   const std::uint32_t need = mtu > 0 ? static_cast<std::uint32_t>(mtu) + 14 + 80 : 8192;
   std::uint32_t framesz = 2048;
   while (framesz < need && framesz < 8192) framesz *= 2;
-  // 2 MiB per ring (rx and tx each), 256 slots of 8 KiB: on a virtual
-  // machine every slot the kernel and the port touch is a page whose
-  // translation may have to be found again, and bench/twohost measured 256
-  // slots of 8 KiB ahead of 1024 and 4096 in bandwidth and latency alike
-  // (bench/README.md); 128 began to drop frames under 1 MiB WRITEs.
+  // 2 MiB per ring (rx and tx each), 256 slots of 8 KiB: bench/twohost
+  // measured 256 slots ahead of 1024 and 4096 in bandwidth and latency
+  // alike on this project's virtual machines (bench/README.md), and 128
+  // beginning to drop frames.
   return AfPacketRing{framesz, 65536, kAfPacketRingBytes / framesz};
 }
 

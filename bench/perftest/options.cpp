@@ -359,14 +359,20 @@ Result<bool> use_perftest_protocol(const Options& o, const std::string& provider
 std::string softroce_port_spec(const Options& o) {
   // The two ends of the memif link get their own addresses (RoCE v2 needs an
   // IPv4 address and distinct MACs); they exist only on that virtual link.
+  // memif:<name>[,options]: whichever of the two the options leave out
+  // (a user who adds rsize= still gets them).
   const bool server = o.is_server();
   const std::string role = server ? "server" : "client";
-  const std::string addrs = server ? ",ip=10.255.255.1,mac=02:00:0a:ff:ff:01" : ",ip=10.255.255.2,mac=02:00:0a:ff:ff:02";
+  const std::string ip = server ? ",ip=10.255.255.1" : ",ip=10.255.255.2";
+  const std::string mac = server ? ",mac=02:00:0a:ff:ff:01" : ",mac=02:00:0a:ff:ff:02";
   std::string spec = o.port_type.empty() ? "memif" : o.port_type;
-  if (spec == "memif") return "memif:" + role + ":rma-perftest-" + std::to_string(o.port) + addrs;
+  if (spec == "memif") return "memif:" + role + ":rma-perftest-" + std::to_string(o.port) + ip + mac;
   if (spec.rfind("memif:", 0) == 0 && spec.rfind("memif:server:", 0) != 0 && spec.rfind("memif:client:", 0) != 0) {
-    std::string rest = spec.substr(6);
-    return "memif:" + role + ":" + rest + (rest.find(',') == std::string::npos ? addrs : "");
+    const std::string rest = spec.substr(6);
+    std::string out = "memif:" + role + ":" + rest;
+    if (rest.find(",ip=") == std::string::npos) out += ip;
+    if (rest.find(",mac=") == std::string::npos) out += mac;
+    return out;
   }
   return spec;
 }
@@ -412,7 +418,8 @@ std::string usage(const Tool& tool) {
        "                               highest-priority provider with a device); 'self' is in-process only\n";
   u += "      --port_type=<spec>       softroce port (sets RMA_SOFTROCE_PORT): memif (default; the socket is\n"
        "                               rma-perftest-<port>, the ends 10.255.255.1 (server) and .2 (client)),\n"
-       "                               memif:<name>, or a full spec: memif:server:<sock>,ip=..., af_packet:<if>,ip=...\n"
+       "                               memif:<name>[,options] (the ends' ip= and mac= added where the options\n"
+       "                               leave them out), or a full spec: memif:server:<sock>,ip=..., af_packet:<if>,ip=...\n"
        "                               Without --port_type, a set RMA_SOFTROCE_PORT is used as it is.\n";
   u += "      --bind=<addr>            server: IPv4 address the OOB TCP socket listens on (default 0.0.0.0)\n";
   u += "      --oob_timeout=<ms>       limit of every OOB TCP read (default 10000)\n";

@@ -250,6 +250,13 @@ TEST(PerftestOptions, SoftrocePortSpec) {
   EXPECT_EQ(softroce_port_spec(client), "memif:client:rma-perftest-20001,ip=10.255.255.2,mac=02:00:0a:ff:ff:02");
   Options named = parse_ok(kWriteBw, {"--port_type=memif:t1", "127.0.0.1"});
   EXPECT_EQ(softroce_port_spec(named), "memif:client:t1,ip=10.255.255.2,mac=02:00:0a:ff:ff:02");
+  // Options of the user's own, and the addresses they leave out.
+  Options ring = parse_ok(kWriteBw, {"--port_type=memif:t1,rsize=8", "127.0.0.1"});
+  EXPECT_EQ(softroce_port_spec(ring), "memif:client:t1,rsize=8,ip=10.255.255.2,mac=02:00:0a:ff:ff:02");
+  Options own_ip = parse_ok(kWriteBw, {"--port_type=memif:t1,ip=10.9.9.9"});
+  EXPECT_EQ(softroce_port_spec(own_ip), "memif:server:t1,ip=10.9.9.9,mac=02:00:0a:ff:ff:01");
+  Options both = parse_ok(kWriteBw, {"--port_type=memif:t1,mac=02:00:00:00:00:07,ip=10.9.9.9"});
+  EXPECT_EQ(softroce_port_spec(both), "memif:server:t1,mac=02:00:00:00:00:07,ip=10.9.9.9");
   Options full = parse_ok(kWriteBw, {"--port_type=memif:server:x"});
   EXPECT_EQ(softroce_port_spec(full), "memif:server:x");
   Options af = parse_ok(kWriteBw, {"--port_type=af_packet:eth0"});

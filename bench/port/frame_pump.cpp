@@ -3,7 +3,7 @@
 // link, or any two port specs (two ends of a veth pair over af_packet or
 // af_xdp, the two-host benchmark's link).
 //
-//   rma_frame_pump [--size PAYLOAD] [--count N] [--socket NAME] [--pingpong] [--cpus TX,RX]
+//   rma_frame_pump [--size PAYLOAD] [--count N] [--socket NAME] [--pingpong [--with-ack]] [--cpus TX,RX]
 //                  [--port SPEC --peer-port SPEC [--peer-netns NAME]]
 //
 // The parent spawns itself as the receiver (memif client, counts frames),
@@ -24,7 +24,13 @@
 // --pingpong: the raw link's latency instead. The parent sends one frame and
 // waits for the child's echo, N times (after N/10 untimed warm-up rounds),
 // both sides busy-polling as the RDMA latency tools do; it prints the
-// median ("typical", as perftest) and average half round trip.
+// median ("typical", as perftest) and average half round trip. With
+// --with-ack every ping and every echo leaves in one burst behind a frame
+// of a RoCE ACK's size (62 B), and the other side answers when both have
+// arrived: what a hop of an RDMA WRITE ping-pong puts on the link
+// (perftest's latency test waits for its WRITE's completion, so a NIC
+// sends the answer and the ACK of the WRITE it answers), where a kernel
+// interface charges for every frame.
 //
 // --cpus TX,RX pins the sending (parent) process to CPU TX and the receiving
 // one to CPU RX, as bench/port/softroce_vs_pump.sh -P pins the RDMA tools.
@@ -56,9 +62,12 @@ namespace {
 constexpr std::size_t kHeaders = 58;
 
 // What a frame is, in the byte after the Ethernet header (the headers are
-// otherwise filler): the sender's data, the echo's answer, and on kernel
-// interfaces the receiver's "ready" and the sender's "end".
-enum Marker : std::uint8_t { kData = 0x11, kEcho = 0x22, kReady = 0x33, kEnd = 0x44 };
+// otherwise filler): the sender's data, the echo's answer, on kernel
+// interfaces the receiver's "ready" and the sender's "end", and the ACK-sized
+// frame that --with-ack puts before each ping and echo (ignored on arrival).
+enum Marker : std::uint8_t { kData = 0x11, kEcho = 0x22, kReady = 0x33, kEnd = 0x44, kAck = 0x55 };
+// A RoCE v2 ACK: Eth 14 + IPv4 20 + UDP 8 + BTH 12 + AETH 4 + ICRC 4.
+constexpr std::size_t kAckFrame = 62;
 constexpr std::size_t kMarkerAt = 14;
 constexpr std::size_t kSeqAt = kHeaders - 4;  // the payload's first 4 bytes: a ping's number
 
@@ -115,6 +124,16 @@ std::uint32_t seq_of(std::span<const std::uint8_t> f) {
 
 void send_one(Link& link, port::PortLink& pl, const TxFrame& f) {
   while (link.transmit(std::span<const TxFrame>(&f, 1)) == 0 && pl.state() != port::PortState::kClosed) {
+  }
+}
+
+// A ping or an echo: `f` alone, or (--with-ack) behind `ack` in one burst.
+void send_hop(Link& link, port::PortLink& pl, const TxFrame& f, const FrameBytes* ack) {
+  if (ack == nullptr) return send_one(link, pl, f);
+  const TxFrame both[2] = {ack->frame(), f};
+  std::size_t taken = 0;
+  while (taken < 2 && pl.state() != port::PortState::kClosed) {
+    taken += link.transmit(std::span<const TxFrame>(both + taken, 2 - taken));
   }
 }
 
@@ -280,10 +299,11 @@ struct Arrivals : FrameSink {
   }
 };
 
-int echo_receiver(const Ends& ends, std::size_t payload) {
+int echo_receiver(const Ends& ends, std::size_t payload, bool with_ack) {
   PumpPort port = open_pump_port("echo", ends.port);
   if (!port.link) return 1;
   FrameBytes bytes(payload, kEcho);
+  const FrameBytes ack(kAckFrame - kHeaders, kAck);
   Arrivals a;
   a.seqs.reserve(64);
   if (ends.lossy && !announce_until(port, a, [&] { return a.frames > 0 || a.ends > 0; })) return 1;
@@ -291,7 +311,7 @@ int echo_receiver(const Ends& ends, std::size_t payload) {
     for (std::uint32_t seq : a.seqs) {
       if (bytes.body.size() >= 4) std::memcpy(bytes.body.data(), &seq, 4);
       const TxFrame f = bytes.frame();
-      send_one(*port.link, *port.pl, f);
+      send_hop(*port.link, *port.pl, f, with_ack ? &ack : nullptr);
     }
     a.seqs.clear();
   };
@@ -307,11 +327,12 @@ int echo_receiver(const Ends& ends, std::size_t payload) {
   return 0;
 }
 
-int pingpong_sender(const Ends& ends, std::size_t payload, std::uint64_t count) {
+int pingpong_sender(const Ends& ends, std::size_t payload, std::uint64_t count, bool with_ack) {
   PumpPort port = open_pump_port("ping", ends.port);
   if (!port.link) return 1;
   if (ends.lossy && !wait_for_receiver(port)) return 1;
   FrameBytes bytes(payload, kData);
+  const FrameBytes ack(kAckFrame - kHeaders, kAck);
   const std::uint64_t warmup = count / 10;
   std::vector<double> half_us;
   half_us.reserve(count);
@@ -332,7 +353,7 @@ int pingpong_sender(const Ends& ends, std::size_t payload, std::uint64_t count) 
     bool timed = true;
     for (;;) {
       const auto t0 = Clock::now();
-      send_one(*port.link, *port.pl, f);
+      send_hop(*port.link, *port.pl, f, with_ack ? &ack : nullptr);
       const std::uint64_t before = a.frames;
       bool answered = false;
       while (!answered) {
@@ -367,8 +388,9 @@ int pingpong_sender(const Ends& ends, std::size_t payload, std::uint64_t count) 
   const double avg = sum / static_cast<double>(half_us.size());
   std::nth_element(half_us.begin(), half_us.begin() + static_cast<std::ptrdiff_t>(half_us.size() / 2), half_us.end());
   const double typical = half_us[half_us.size() / 2];
-  std::printf("pingpong payload %zu B frame %zu B: %zu round trips: half round trip typical %.3f us, average %.3f us%s%s\n",
-              payload, payload + kHeaders, half_us.size(), typical, avg, st.ok() ? "" : "; close: ",
+  const std::string behind = with_ack ? " behind a " + std::to_string(kAckFrame) + " B ACK frame each way" : "";
+  std::printf("pingpong payload %zu B frame %zu B%s: %zu round trips: half round trip typical %.3f us, average %.3f us%s%s\n",
+              payload, payload + kHeaders, behind.c_str(), half_us.size(), typical, avg, st.ok() ? "" : "; close: ",
               st.ok() ? "" : st.to_string().c_str());
   if (lost != 0) std::printf("ping: %llu pings or echoes lost and sent again (not timed)\n",
                              static_cast<unsigned long long>(lost));
@@ -390,7 +412,7 @@ bool enter_netns(const std::string& name) {
 }
 
 constexpr const char* kUsage =
-    "usage: %s [--size PAYLOAD] [--count N] [--socket NAME] [--pingpong] [--cpus TX,RX]\n"
+    "usage: %s [--size PAYLOAD] [--count N] [--socket NAME] [--pingpong [--with-ack]] [--cpus TX,RX]\n"
     "          [--port SPEC --peer-port SPEC [--peer-netns NAME]]\n";
 }  // namespace
 
@@ -398,7 +420,7 @@ int main(int argc, char** argv) {
   std::size_t payload = 1024;
   std::uint64_t count = 1000000;
   std::string sock = "rma-pump-" + std::to_string(getpid());
-  bool rx = false, pingpong = false;
+  bool rx = false, pingpong = false, with_ack = false;
   int tx_cpu = -1, rx_cpu = -1;
   Ends ends;
   std::string netns;  // the receiver's, as the parent passes it on
@@ -416,6 +438,7 @@ int main(int argc, char** argv) {
     else if (a == "--socket") sock = next();
     else if (a == "--rx") rx = true;
     else if (a == "--pingpong") pingpong = true;
+    else if (a == "--with-ack") with_ack = true;
     else if (a == "--port") ends.port = next();
     else if (a == "--peer-port") ends.peer_port = next();
     else if (a == "--peer-netns") ends.peer_netns = next();
@@ -440,6 +463,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--pingpong needs --count of at least 1\n");
     return 2;
   }
+  if (with_ack && !pingpong) {
+    std::fprintf(stderr, "--with-ack is a --pingpong option (an ACK-sized frame before each ping and echo)\n");
+    return 2;
+  }
   if (!rx && ends.port.empty() != ends.peer_port.empty()) {
     std::fprintf(stderr, "--port and --peer-port go together (the two ends of one link)\n");
     return 2;
@@ -458,13 +485,14 @@ int main(int argc, char** argv) {
   if (rx) {
     if (!netns.empty() && !enter_netns(netns)) return 1;
     if (!pin_to(rx_cpu)) return 1;
-    return pingpong ? echo_receiver(ends, payload) : receiver(ends, payload, count);
+    return pingpong ? echo_receiver(ends, payload, with_ack) : receiver(ends, payload, count);
   }
   if (!pin_to(tx_cpu)) return 1;
 
   std::vector<std::string> args = {"/proc/self/exe", "--rx", "--size", std::to_string(payload), "--count",
                                    std::to_string(count), "--socket", sock};
   if (pingpong) args.push_back("--pingpong");
+  if (with_ack) args.push_back("--with-ack");
   if (!memif) {
     args.insert(args.end(), {"--port", ends.peer_port});
     if (!ends.peer_netns.empty()) args.insert(args.end(), {"--netns", ends.peer_netns});
@@ -482,7 +510,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_receiver = child;
-  int rc = pingpong ? pingpong_sender(ends, payload, count) : sender(ends, payload, count);
+  int rc = pingpong ? pingpong_sender(ends, payload, count, with_ack) : sender(ends, payload, count);
   if (g_receiver < 0) return rc;  // reaped while the sender waited for it
   int status = 0;
   waitpid(child, &status, 0);

@@ -104,8 +104,9 @@ def main():
     if link_rows:
         lines.append("### The link alone (rma_frame_pump on the same ports, no NIC; median of rounds)\n")
         lines.append("| port | frame payload (B) | link payload MiB/s | our WRITE MiB/s, largest size | of the link "
-                     "| link 8 B half round trip (µs) | our 8 B WRITE latency (µs) | ours / link |")
-        lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+                     "| link 8 B half round trip (µs) | the same behind an ACK frame each way (µs) "
+                     "| our 8 B WRITE latency (µs) | ours / link | ours / link with ACK |")
+        lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         wsizes = sorted({k[2] for k in vals if k[0] == "write_bw"})
         for li, o, port in link_rows:
             payloads = sorted({k[2] for k in vals if k[0] == "link_bw" and k[1] == li})
@@ -113,10 +114,12 @@ def main():
             lbw = med("link_bw", li, payload) if payload else None
             obw = med("write_bw", o, wsizes[-1]) if wsizes else None
             llat, olat = med("link_lat", li, 8), med("write_lat", o, 8)
+            llat_ack = med("link_lat_ack", li, 8)
             share = f"{100 * obw / lbw:.0f} %" if obw and lbw else "n/a"
             lat_ratio = f"{olat / llat:.2f}" if olat and llat else "n/a"
+            ack_ratio = f"{olat / llat_ack:.2f}" if olat and llat_ack else "n/a"
             lines.append(f"| {port} | {payload or 'n/a'} | {fmt(lbw)} | {fmt(obw)} | {share} | {fmt(llat)} "
-                         f"| {fmt(olat)} | {lat_ratio} |")
+                         f"| {fmt(llat_ack)} | {fmt(olat)} | {lat_ratio} | {ack_ratio} |")
         lines.append("")
     spreads = {i: [max(v) / min(v) for (m, j, _), v in vals.items() if j == i and len(v) > 1 and min(v) > 0]
                for i, _ in IMPLS}

@@ -11,8 +11,10 @@
 #              libfabric's tcp provider (FI_EP_MSG)
 #   the link   rma_frame_pump (bench/port/) over the same two ports, with no
 #              NIC: frames of our path MTU's payload as fast as the link
-#              takes them, and an 8 B frame ping-pong (what any RoCE NIC on
-#              these ports could reach at best)
+#              takes them, and an 8 B frame ping-pong, alone and behind an
+#              ACK-sized frame each way (what any RoCE NIC on these ports
+#              could reach at best: a hop of perftest's WRITE ping-pong
+#              carries the answer and the ACK of the WRITE it answers)
 # Bandwidth at every size of SIZES, WRITE latency at 8 B; servers in
 # namespace A, clients in namespace B. Prints and writes the medians.
 #
@@ -237,7 +239,8 @@ libfabric() {  # libfabric ROUND TEST METRIC SIZE ITERS COLUMN UNIT
 
 # link KIND ROUND: rma_frame_pump between the two ends of KIND's veth pair
 # (sender in A, receiver in B): payload MiB/s of frames that carry our path
-# MTU, and the half round trip of an 8 B frame ping-pong.
+# MTU, and the half round trip of an 8 B frame ping-pong, alone and with an
+# ACK-sized frame before each ping and echo.
 link() {
   local kind=$1 r=$2 pa pb payload impl v
   if [[ $kind == af_packet ]]; then
@@ -254,14 +257,21 @@ link() {
     { echo "run-twohost: link $kind frames failed"; tail -n 15 "$work/client.log"; } >&2
     failed "round $r: rma_frame_pump over $kind"
   fi
-  if timeout "$tmo" ip netns exec "$ns_a" "$pump" --port "$pa" --peer-port "$pb" --peer-netns "$ns_b" \
-       --pingpong --size 8 --count "$iters_lat" >"$work/client.log" 2>&1 &&
-     v=$(sed -n 's/.*half round trip typical \([0-9.]*\) us.*/\1/p' "$work/client.log") && [[ -n "$v" ]]; then
-    record "$r" link_lat "$impl" 8 "$v" us
-  else
-    { echo "run-twohost: link $kind ping-pong failed"; tail -n 15 "$work/client.log"; } >&2
-    failed "round $r: rma_frame_pump --pingpong over $kind"
-  fi
+  # The ping-pong twice: one frame a hop, and (--with-ack) the two frames a
+  # hop of an RDMA WRITE ping-pong carries, the answer and the ACK of the
+  # WRITE it answers: on a kernel interface every frame costs.
+  local ack metric
+  for ack in "" --with-ack; do
+    metric=link_lat; [[ -n "$ack" ]] && metric=link_lat_ack
+    if timeout "$tmo" ip netns exec "$ns_a" "$pump" --port "$pa" --peer-port "$pb" --peer-netns "$ns_b" \
+         --pingpong ${ack:+"$ack"} --size 8 --count "$iters_lat" >"$work/client.log" 2>&1 &&
+       v=$(sed -n 's/.*half round trip typical \([0-9.]*\) us.*/\1/p' "$work/client.log") && [[ -n "$v" ]]; then
+      record "$r" "$metric" "$impl" 8 "$v" us
+    else
+      { echo "run-twohost: link $kind ping-pong${ack:+ $ack} failed"; tail -n 15 "$work/client.log"; } >&2
+      failed "round $r: rma_frame_pump --pingpong${ack:+ $ack} over $kind"
+    fi
+  done
 }
 
 echo "run-twohost: $ns_a/$if_a ($ip_a, our NIC $nic_a) <-> $ns_b/$if_b ($ip_b, our NIC $nic_b), mtu $mtu," \

@@ -208,18 +208,44 @@ TEST_F(AfPacketVeth, FramePumpMeasuresTheLinkBetweenNamespaces) {
   EXPECT_NE(out.find("of 20000 frames lost"), std::string::npos) << out;
   EXPECT_EQ(out.find("wrong size"), std::string::npos) << out;
 
+  // The frames the receiving end's interface took, as the kernel counts them.
+  auto received = [&] {
+    auto [crc, count] = capture("ip netns exec " + g_ns[1] + " cat /sys/class/net/" + if_[1] + "/statistics/rx_packets");
+    EXPECT_EQ(crc, 0) << count;
+    return std::stoull(count);
+  };
+  std::uint64_t before = received();
   std::tie(rc, out) = capture(pump + " --pingpong --size 8 --count 500");
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("pingpong payload 8 B frame 66 B: 500 round trips: half round trip typical "), std::string::npos)
       << out;
+  const std::uint64_t alone = received() - before;
+
+  // --with-ack: every ping (and echo) behind an ACK-sized frame, so the
+  // pinged end takes at least twice the 550 pings (50 of warm-up).
+  before = received();
+  std::tie(rc, out) = capture(pump + " --pingpong --with-ack --size 8 --count 500");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("pingpong payload 8 B frame 66 B behind a 62 B ACK frame each way: 500 round trips: "
+                     "half round trip typical "),
+            std::string::npos)
+      << out;
+  const std::uint64_t with_ack = received() - before;
+  EXPECT_GE(alone, 550u);
+  EXPECT_GE(with_ack, alone + 550u) << "alone " << alone;
 }
 
-// Bad input: half a link, or a namespace that does not exist, is refused
+// Bad input: half a link, an option of the ping-pong without it, or a
+// namespace that does not exist, is refused
 // with what was wrong and a non-zero exit, not a wait.
 TEST_F(AfPacketVeth, FramePumpRefusesHalfALinkAndAMissingNamespace) {
   auto [rc, out] = capture(std::string(RMA_FRAME_PUMP_PATH) + " --port af_packet:" + if_[0]);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--port and --peer-port go together"), std::string::npos) << out;
+
+  std::tie(rc, out) = capture(std::string(RMA_FRAME_PUMP_PATH) + " --with-ack --count 10");
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--with-ack is a --pingpong option"), std::string::npos) << out;
 
   std::tie(rc, out) = capture(std::string(RMA_FRAME_PUMP_PATH) + " --peer-netns " + g_ns[1]);
   EXPECT_EQ(rc, 2) << out;

@@ -222,7 +222,8 @@ TEST_F(AfPacketVeth, FramePumpMeasuresTheLinkBetweenNamespaces) {
   const std::uint64_t alone = received() - before;
 
   // --with-ack: every ping (and echo) behind an ACK-sized frame, so the
-  // pinged end takes at least twice the 550 pings (50 of warm-up).
+  // pinged end takes at least twice the 550 pings (50 of warm-up); the
+  // margin over the run alone leaves room for a few pings sent again.
   before = received();
   std::tie(rc, out) = capture(pump + " --pingpong --with-ack --size 8 --count 500");
   EXPECT_EQ(rc, 0) << out;
@@ -232,7 +233,8 @@ TEST_F(AfPacketVeth, FramePumpMeasuresTheLinkBetweenNamespaces) {
       << out;
   const std::uint64_t with_ack = received() - before;
   EXPECT_GE(alone, 550u);
-  EXPECT_GE(with_ack, alone + 550u) << "alone " << alone;
+  EXPECT_GE(with_ack, 1100u);
+  EXPECT_GE(with_ack, alone + 400u) << "alone " << alone;
 }
 
 // Bad input: half a link, an option of the ping-pong without it, or a

@@ -25,6 +25,15 @@ namespace rma::roce::port {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+namespace {
+// A memif handshake is a few messages between two interrupt threads: done
+// in milliseconds, so a client still down after this long was refused. The
+// wait doubles with each try, so that a slow handshake is not cut short
+// again and again.
+constexpr std::chrono::milliseconds kFirstReconnectWait = 500ms;
+constexpr std::chrono::milliseconds kLastReconnectWait = 4000ms;
+}  // namespace
+
 Status DpdkPort::open() {
   std::lock_guard lock(control_mutex());
   RMA_RETURN_IF_ERROR(create_device());
@@ -245,6 +254,8 @@ Status DpdkPort::configure() {
   }
   if (rc != 0) return io_error(n + ": rte_eth_dev_start failed: " + rte_err(rc), 0);
   started_ = true;
+  reconnect_wait_ = kFirstReconnectWait;
+  reconnect_at_ = Clock::now() + reconnect_wait_;
   scratch_.resize(kDataRoom);
 
   if (spec_.kind != PortKind::kMemif) {
@@ -253,15 +264,45 @@ Status DpdkPort::configure() {
   }
   if (spec_.link_wait_ms == 0) return Status();  // poll() notices link up
   while (!link_up()) {
+    if (const GateHold gate(gated_); gate.held()) reconnect_if_refused();
     if (Clock::now() >= deadline) {
-      return timeout_error(n + ": memif link not up within " + std::to_string(spec_.link_wait_ms) + " ms (" +
-                           (spec_.memif_server ? "no client connected" : "no server listening") +
-                           " on abstract socket '" + spec_.name + "'); add ,wait=0 to open without waiting");
+      const std::string why = spec_.memif_server ? "no client connected on"
+                              : started_         ? "the server took the connection but not the handshake, on"
+                                                 : "no server listening on";
+      return timeout_error(n + ": memif link not up within " + std::to_string(spec_.link_wait_ms) + " ms (" + why +
+                           " abstract socket '" + spec_.name + "'" +
+                           (spec_.memif_server || !started_ ? "" : "; does another client hold it?") +
+                           "); add ,wait=0 to open without waiting");
     }
     std::this_thread::sleep_for(1ms);
   }
   mark_up();
   return Status();
+}
+
+// DPDK 22.11's memif server listens from the moment its device is created
+// but refuses a client's handshake until it is started ("ID not found"),
+// and the refused client stays disconnected: it connects only in
+// rte_eth_dev_start. Ranks of a mesh start at their own pace, so a client
+// can reach a sibling's server in that window (a job that then waited 30 s
+// and failed). Stopping and starting again connects anew; the gate keeps
+// the interrupt thread's memif handlers out meanwhile. What this risks: a
+// handshake slower than the wait that completed on the server's side just
+// before the restart, which the server then sees as its client leaving.
+void DpdkPort::reconnect_if_refused() noexcept {
+  if (spec_.kind != PortKind::kMemif || spec_.memif_server || !have_port_) return;
+  const auto now = Clock::now();
+  if (now < reconnect_at_) return;
+  if (started_ && link_up()) return;
+  if (started_) (void)rte_eth_dev_stop(port_id_);
+  const int rc = rte_eth_dev_start(port_id_);
+  started_ = rc == 0;
+  const std::string outcome = rc == 0 ? "" : " failed (" + rte_err(rc) + "); will try again";
+  RMA_LOG_INFO("softroce: %s: memif link still down %lld ms after connecting (a server refuses clients until it "
+               "has started): connecting again%s",
+               info_.name.c_str(), static_cast<long long>(reconnect_wait_.count()), outcome.c_str());
+  reconnect_wait_ = std::min(reconnect_wait_ * 2, kLastReconnectWait);
+  reconnect_at_ = now + reconnect_wait_;
 }
 
 }  // namespace rma::roce::port

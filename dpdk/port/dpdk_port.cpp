@@ -49,6 +49,7 @@ bool DpdkPort::usable() noexcept {
     mark_up();
     return true;
   }
+  if (state_ == PortState::kWaiting) reconnect_if_refused();  // memif client opened with wait=0
   return false;
 }
 
@@ -172,6 +173,12 @@ void DpdkPort::teardown() noexcept {
   // cannot disconnect (unmap) concurrently with ours (see MemifGate).
   const bool held = gated_ && MemifGate::instance().enter_wait(2000ms);
   if (gated_ && !held) RMA_LOG_WARN("softroce: %s: memif gate not acquired for teardown", info_.name.c_str());
+  // Before the close frees the port id: the interrupt thread asks the gate's
+  // ports for their links, and DPDK logs "Invalid port_id" for a closed one.
+  if (gated_) {
+    MemifGate::instance().remove_user(port_id_);
+    gated_ = false;
+  }
   if (have_port_) {
     if (started_) {
       int rc = rte_eth_dev_stop(port_id_);
@@ -192,10 +199,6 @@ void DpdkPort::teardown() noexcept {
     probed_dev_ = nullptr;
   }
   if (held) MemifGate::instance().leave();
-  if (gated_) {
-    MemifGate::instance().remove_user(port_id_);
-    gated_ = false;
-  }
   if (ring_) {
     std::lock_guard rl(ring_mutex());
     ring_.reset();

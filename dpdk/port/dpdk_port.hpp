@@ -77,6 +77,9 @@ class DpdkPort final : public PortLink {
   std::uint8_t control_type(const rte_mbuf* m) const noexcept;
   void handle_control(std::uint8_t type) noexcept;
   bool wait_link_down(std::chrono::milliseconds budget) noexcept;
+  // A memif client whose link is not up a while after it connected starts
+  // again (see device_setup.cpp); call with the memif gate held.
+  void reconnect_if_refused() noexcept;
   void teardown() noexcept;
 
   PortSpec spec_;
@@ -95,6 +98,8 @@ class DpdkPort final : public PortLink {
   bool closed_ = false;
   bool gated_ = false;         // memif: counted as a MemifGate user
   std::uint32_t link_checks_ = 0;
+  std::chrono::steady_clock::time_point reconnect_at_{};  // memif client: next reconnect_if_refused
+  std::chrono::milliseconds reconnect_wait_{0};
 
   // memif shutdown handshake
   bool closing_ = false;  // shutdown() ran: the port no longer polls nor transmits

@@ -13,6 +13,7 @@
 #include "port/memif_gate.hpp"
 #include "port/port.hpp"
 #include "port/port_link.hpp"
+#include "raw_memif.hpp"
 #include "spawn.hpp"
 #include "test_frames.hpp"
 
@@ -358,6 +359,74 @@ TEST(MemifGate, ParksRarelyOnceTheLinksAreUp) {
   EXPECT_LE(settled_again, 15u) << "parks in 500 ms after the hurry ended";
   EXPECT_TRUE(s.port->close().ok());
   EXPECT_EQ(exit_code(wait_child(child.pid, 10s)), 0);
+  child.pid = -1;
+}
+
+// DPDK 22.11's memif server listens from the moment its device is created,
+// but refuses a client's handshake until the device is started ("ID not
+// found"), and its client never connects again by itself. A mesh's ranks
+// meet exactly there: a client that reaches a sibling between its server's
+// creation and its start (a job that then waited 30 s and failed). Here the
+// server is such a device, held unstarted until DPDK's own log says it has
+// refused our client, then started: the client must connect again and the
+// link come up, and frames cross it.
+TEST(PortMemif, AClientRefusedByAServerNotYetStartedConnectsAgain) {
+  const std::string sock = socket_name();
+  MemifLogCapture log;
+  RawMemifServer server(sock);
+  ASSERT_TRUE(server.created());
+  ChildGuard child;
+  child.pid = spawn(peer_args("memif:client:" + sock, "echo"));
+  ASSERT_GT(child.pid, 0);
+  ASSERT_TRUE(log.wait_for("not found", 60s)) << "the client never reached the server before its start";
+  ASSERT_TRUE(server.start());
+  const auto end = Clock::now() + 30s;
+  while (!server.link_up() && Clock::now() < end) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(server.link_up()) << "the refused client did not connect again";
+  const auto f = make_frame(1082, 7);
+  std::vector<std::uint8_t> echo;
+  const auto echo_end = Clock::now() + 10s;
+  while (echo.empty() && Clock::now() < echo_end) {
+    server.send(f);
+    echo = server.receive(100ms);
+  }
+  EXPECT_EQ(echo, f);
+}
+
+// The same on the poll path: a client opened with wait=0 (open_port returns
+// as soon as it has connected) against a server process that starts only
+// once it has refused it. Polling must connect again and bring the link up.
+TEST(PortMemif, AClientOpenedWithoutWaitConnectsAgainWhenRefused) {
+  const std::string sock = socket_name();
+  ChildGuard child;
+  child.pid = spawn({RMA_PORT_PEER_PATH, "--socket", sock, "--mode", "late-server", "--timeout-ms", "90000"});
+  ASSERT_GT(child.pid, 0);
+  const auto listen_end = Clock::now() + 60s;
+  while (!memif_socket_listens(sock) && Clock::now() < listen_end) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(memif_socket_listens(sock)) << "the peer's server never listened";
+  auto r = open_port("memif:client:" + sock + ",wait=0");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::unique_ptr<Link> link = std::move(r).value();
+  auto* port = dynamic_cast<PortLink*>(link.get());
+  ASSERT_NE(port, nullptr);
+  CollectSink sink;
+  const auto up_end = Clock::now() + 30s;
+  while (port->state() != PortState::kUp && Clock::now() < up_end) {
+    link->poll(sink, 8);
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(port->state(), PortState::kUp) << "the refused client did not connect again";
+  const auto f = make_frame(1082, 9);
+  const auto echo_end = Clock::now() + 10s;
+  while (sink.frames.empty() && Clock::now() < echo_end) {
+    ASSERT_TRUE(send_until(*link, f, Clock::now() + 2s));
+    const auto wait_end = Clock::now() + 200ms;
+    while (sink.frames.empty() && Clock::now() < wait_end) link->poll(sink, 8);
+  }
+  ASSERT_FALSE(sink.frames.empty()) << "no echo";
+  EXPECT_EQ(sink.frames[0], f);
+  ASSERT_TRUE(send_until(*link, make_frame(64, kStopSeq), Clock::now() + 2s));
+  EXPECT_EQ(exit_code(wait_child(child.pid, 30s)), 0);
   child.pid = -1;
 }
 

@@ -4,6 +4,9 @@
 //   ping   : for each size x rounds sends a frame and waits for its echo, byte-compares
 //   count  : expects --count intact frames of --size, then a FIN
 //   stream : sends frames of --size as fast as it can until killed or the link goes
+//   late-server : a memif server on --socket NAME (ethdev directly, not
+//            open_port) that starts only once it has refused a client's
+//            handshake, then echoes test frames until a STOP frame
 // then closes the port (memif: FIN handshake). Exit 0 = success.
 #include <fcntl.h>
 #include <sched.h>
@@ -20,6 +23,7 @@
 
 #include "port/port.hpp"
 #include "port/port_link.hpp"
+#include "raw_memif.hpp"
 #include "test_frames.hpp"
 
 using namespace rma::roce;
@@ -63,6 +67,45 @@ struct MatchSink : FrameSink {
   }
 };
 
+// DPDK 22.11's memif server refuses a handshake until it has started (see
+// DpdkPort::reconnect_if_refused); this server waits to do so until its
+// log says it has refused one.
+int late_server(const std::string& sock, int timeout_ms) {
+  if (rma::Status st = ensure_eal(); !st.ok()) {
+    std::fprintf(stderr, "peer: %s\n", st.to_string().c_str());
+    return 4;
+  }
+  MemifLogCapture log;
+  RawMemifServer server(sock);
+  if (!server.created()) {
+    std::fprintf(stderr, "peer: cannot create a memif server on %s\n", sock.c_str());
+    return 5;
+  }
+  const auto budget = std::chrono::milliseconds(timeout_ms);
+  if (!log.wait_for("not found", budget)) {
+    std::fprintf(stderr, "peer: no client was refused\n");
+    return 6;
+  }
+  if (!server.start()) {
+    std::fprintf(stderr, "peer: the memif server did not start\n");
+    return 7;
+  }
+  const auto end = Clock::now() + budget;
+  std::uint64_t echoed = 0;
+  while (!g_stop && Clock::now() < end) {
+    const std::vector<std::uint8_t> f = server.receive(std::chrono::milliseconds(10));
+    if (f.empty() || !is_test_frame(f)) continue;
+    if (frame_seq(f) == kStopSeq) {
+      std::printf("echoed %llu\n", static_cast<unsigned long long>(echoed));
+      return echoed > 0 ? 0 : 1;
+    }
+    server.send(f);
+    ++echoed;
+  }
+  std::fprintf(stderr, "peer: no STOP frame within the timeout (echoed %llu)\n", static_cast<unsigned long long>(echoed));
+  return 8;
+}
+
 std::vector<std::size_t> parse_sizes(const std::string& s) {
   std::vector<std::size_t> out;
   std::size_t start = 0;
@@ -77,7 +120,7 @@ std::vector<std::size_t> parse_sizes(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string spec, mode = "echo", netns, sizes = "64,1082,4154";
+  std::string spec, mode = "echo", netns, sizes = "64,1082,4154", socket;
   int rounds = 3, timeout_ms = 20000;
   std::size_t size = 1082;
   std::uint64_t count = 0;
@@ -85,6 +128,7 @@ int main(int argc, char** argv) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--spec") spec = v;
     else if (k == "--mode") mode = v;
+    else if (k == "--socket") socket = v;
     else if (k == "--netns") netns = v;
     else if (k == "--sizes") sizes = v;
     else if (k == "--rounds") rounds = std::stoi(v);
@@ -107,6 +151,7 @@ int main(int argc, char** argv) {
     }
     close(fd);
   }
+  if (mode == "late-server") return late_server(socket, timeout_ms);
   auto opened = open_port(spec);
   if (!opened.ok()) {
     std::fprintf(stderr, "peer: open_port(%s): %s\n", spec.c_str(), opened.status().to_string().c_str());

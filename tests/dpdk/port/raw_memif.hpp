@@ -1,0 +1,158 @@
+// A memif server driven through ethdev directly, for the tests of how our
+// memif client meets a server that exists but has not started (DPDK 22.11
+// refuses the handshake then), and a capture of DPDK's memif log to see
+// that refusal happen. Used by port_memif_test and rma_port_peer.
+#pragma once
+
+#include <unistd.h>
+
+#include <rte_bus_vdev.h>
+#include <rte_ethdev.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rma::roce::testing {
+
+using namespace std::chrono_literals;
+
+// DPDK's memif log lines (debug level, this process) into a file the test
+// reads. The file is never closed: DPDK's interrupt thread may still hold
+// it for a line it is writing when the capture ends.
+class MemifLogCapture {
+ public:
+  MemifLogCapture() : file_(shared_file()) {
+    old_level_ = rte_log_get_level(rte_log_register("pmd.net.memif"));
+    if (file_ == nullptr) return;
+    std::fflush(file_);
+    from_ = lseek(fileno(file_), 0, SEEK_END);
+    rte_openlog_stream(file_);
+    (void)rte_log_set_level_pattern("pmd.net.memif*", RTE_LOG_DEBUG);
+  }
+  ~MemifLogCapture() {
+    (void)rte_log_set_level_pattern("pmd.net.memif*", old_level_ > 0 ? static_cast<std::uint32_t>(old_level_)
+                                                                      : static_cast<std::uint32_t>(RTE_LOG_WARNING));
+    rte_openlog_stream(nullptr);
+  }
+  MemifLogCapture(const MemifLogCapture&) = delete;
+  MemifLogCapture& operator=(const MemifLogCapture&) = delete;
+
+  bool wait_for(const std::string& text, std::chrono::milliseconds budget) {
+    const auto end = std::chrono::steady_clock::now() + budget;
+    do {
+      if (contents().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(5ms);
+    } while (std::chrono::steady_clock::now() < end);
+    return false;
+  }
+
+ private:
+  static std::FILE* shared_file() {
+    static std::FILE* const f = std::tmpfile();
+    return f;
+  }
+  std::string contents() const {
+    std::string out;
+    if (file_ == nullptr) return out;
+    char buf[4096];
+    off_t off = from_;
+    for (ssize_t n; (n = pread(fileno(file_), buf, sizeof buf, off)) > 0; off += n) out.append(buf, n);
+    return out;
+  }
+  std::FILE* file_;
+  off_t from_ = 0;
+  int old_level_ = 0;
+};
+
+// A memif server device driven through ethdev directly, so that the test
+// decides when it starts (open_port creates, configures and starts at once).
+class RawMemifServer {
+ public:
+  explicit RawMemifServer(const std::string& sock) {
+    static int n = 0;
+    const std::string tag = std::to_string(getpid()) + "_" + std::to_string(++n);
+    vdev_ = "net_memif_raw" + tag;
+    pool_ = rte_pktmbuf_pool_create(("rawmemif" + tag).c_str(), 1023, 0, 0, 10240, SOCKET_ID_ANY);
+    if (pool_ == nullptr) return;
+    const std::string args = "role=server,socket=/" + sock + ",socket-abstract=yes,id=0,bsize=9216";
+    if (rte_vdev_init(vdev_.c_str(), args.c_str()) != 0) {
+      vdev_.clear();
+      return;
+    }
+    created_ = rte_eth_dev_get_port_by_name(vdev_.c_str(), &port_) == 0;
+  }
+  ~RawMemifServer() {
+    if (started_) (void)rte_eth_dev_stop(port_);
+    if (created_) (void)rte_eth_dev_close(port_);
+    if (!vdev_.empty()) (void)rte_vdev_uninit(vdev_.c_str());
+    if (pool_ != nullptr) rte_mempool_free(pool_);
+  }
+  bool created() const { return created_; }
+  bool start() {
+    rte_eth_conf conf{};
+    if (rte_eth_dev_configure(port_, 1, 1, &conf) != 0) return false;
+    if (rte_eth_rx_queue_setup(port_, 0, 256, SOCKET_ID_ANY, nullptr, pool_) != 0) return false;
+    if (rte_eth_tx_queue_setup(port_, 0, 256, SOCKET_ID_ANY, nullptr) != 0) return false;
+    started_ = rte_eth_dev_start(port_) == 0;
+    return started_;
+  }
+  bool link_up() const {
+    rte_eth_link l{};
+    return started_ && rte_eth_link_get_nowait(port_, &l) == 0 && l.link_status == RTE_ETH_LINK_UP;
+  }
+  void send(const std::vector<std::uint8_t>& f) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    if (m == nullptr) return;
+    auto* p = static_cast<std::uint8_t*>(static_cast<void*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(f.size()))));
+    if (p == nullptr) {
+      rte_pktmbuf_free(m);
+      return;
+    }
+    std::memcpy(p, f.data(), f.size());
+    if (rte_eth_tx_burst(port_, 0, &m, 1) != 1) rte_pktmbuf_free(m);
+  }
+  std::vector<std::uint8_t> receive(std::chrono::milliseconds budget) {
+    const auto end = std::chrono::steady_clock::now() + budget;
+    while (std::chrono::steady_clock::now() < end) {
+      rte_mbuf* m = nullptr;
+      if (rte_eth_rx_burst(port_, 0, &m, 1) == 1) {
+        std::vector<std::uint8_t> out(rte_pktmbuf_pkt_len(m));
+        const void* d = rte_pktmbuf_read(m, 0, static_cast<std::uint32_t>(out.size()), out.data());
+        if (d != nullptr && d != out.data()) std::memcpy(out.data(), d, out.size());
+        rte_pktmbuf_free(m);
+        return out;
+      }
+      std::this_thread::sleep_for(100us);
+    }
+    return {};
+  }
+
+ private:
+  std::string vdev_;
+  rte_mempool* pool_ = nullptr;
+  std::uint16_t port_ = 0;
+  bool created_ = false;
+  bool started_ = false;
+};
+
+// True once a memif socket of this name exists in this network namespace:
+// /proc/net/unix lists the abstract socket as "@/name" (memif puts the "/").
+inline bool memif_socket_listens(const std::string& name) {
+  std::ifstream in("/proc/net/unix");
+  std::string line;
+  const std::string want = " @/" + name;
+  while (std::getline(in, line)) {
+    if (line.size() >= want.size() && line.compare(line.size() - want.size(), want.size(), want) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace rma::roce::testing

@@ -3,7 +3,6 @@
 // polls completions in batches; the server is passive (one-sided) and
 // prints the client's results.
 #include <algorithm>
-#include <optional>
 #include <cstdio>
 #include <cstring>
 
@@ -295,9 +294,9 @@ void run_bw(Session& s) {
     progress_sync(s);
     BwResult r;
     if (o.is_server()) {
-      auto payload = std::optional<std::string>(passive_wait(s, FrameType::kReport));
-      const bool their_gbits = !payload->empty() && (*payload)[0] == 'G';
-      auto decoded = decode_bw_result(payload->size() > 2 ? payload->substr(2) : std::string());
+      const std::string payload = passive_wait(s, FrameType::kReport);
+      const bool their_gbits = !payload.empty() && payload[0] == 'G';
+      auto decoded = decode_bw_result(payload.size() > 2 ? payload.substr(2) : std::string());
       if (!decoded.ok()) fatal(s, decoded.status().message());
       r = convert_units(*decoded, their_gbits, o.report_gbits);
     } else {

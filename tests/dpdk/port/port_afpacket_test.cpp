@@ -109,7 +109,10 @@ std::pair<int, std::string> capture(const std::string& cmd) {
 
 // Runs the peer to completion.
 std::pair<int, std::string> run_peer(const std::string& args) {
-  return capture(std::string(RMA_PORT_PEER_PATH) + " " + args);
+  std::string command = RMA_PORT_PEER_PATH;
+  command += ' ';
+  command += args;
+  return capture(command);
 }
 
 int exit_code(std::optional<int> st) {

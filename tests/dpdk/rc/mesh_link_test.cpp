@@ -352,7 +352,9 @@ TEST(MeshLink, ShutsEveryMemberDownConcurrentlyBeforeDestroyingAny) {
   journal.members = 4;
   std::vector<MeshMember> members;
   for (std::uint8_t i = 1; i <= 4; ++i) {
-    members.push_back({mac(i), std::make_unique<RecordingMember>(journal, "m" + std::to_string(i))});
+    std::string name = "m";  // not "m" + to_string: GCC 12 warns (-Wstringop-overflow) on that
+    name += std::to_string(i);
+    members.push_back({mac(i), std::make_unique<RecordingMember>(journal, name)});
   }
   auto mesh = MeshLink::create(self_info(0), std::move(members));
   ASSERT_TRUE(mesh.ok()) << mesh.status().to_string();

@@ -1,7 +1,11 @@
 // DpdkPort: creating the device of each port kind (ring pair, PCI probe,
 // memif / af_packet / af_xdp / tap vdevs) and configuring it (queues, MAC, start,
 // the memif link wait).
+#include <dirent.h>
 #include <net/if.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_bus_vdev.h>
@@ -12,8 +16,11 @@
 #include <rte_lcore.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "port/dpdk_port.hpp"
@@ -26,12 +33,12 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
-// A memif handshake is a few messages between two interrupt threads: done
-// in milliseconds, so a client still down after this long was refused. The
-// wait doubles with each try, so that a slow handshake is not cut short
-// again and again.
-constexpr std::chrono::milliseconds kFirstReconnectWait = 500ms;
-constexpr std::chrono::milliseconds kLastReconnectWait = 4000ms;
+// Between two tries of a memif client to connect (no server listening, or
+// one that refused the handshake): doubling from the first to the last, so
+// that a client left waiting neither spins nor floods the log (DPDK prints
+// an error for every connect that fails).
+constexpr std::chrono::milliseconds kFirstRetryWait = 10ms;
+constexpr std::chrono::milliseconds kLastRetryWait = 1000ms;
 }  // namespace
 
 Status DpdkPort::open() {
@@ -243,19 +250,27 @@ Status DpdkPort::configure() {
     gated_ = true;
   }
   const auto deadline = Clock::now() + std::chrono::milliseconds(spec_.link_wait_ms);
-  const bool retry = spec_.kind == PortKind::kMemif && !spec_.memif_server;
-  while ((rc = rte_eth_dev_start(port_id_)) != 0 && retry && Clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
+  if (spec_.kind == PortKind::kMemif && !spec_.memif_server) {
+    retry_wait_ = kFirstRetryWait;
+    for (;;) {
+      // Waits for the gate rather than skip a round: with wait=0 this is the
+      // only try.
+      if (MemifGate::instance().enter_wait(1000ms)) {
+        connect_memif_client();
+        MemifGate::instance().leave();
+      }
+      if (started_ || Clock::now() >= deadline) break;
+      std::this_thread::sleep_for(1ms);
+    }
+    if (!started_) {
+      return timeout_error(n + ": memif client could not connect within " + std::to_string(spec_.link_wait_ms) +
+                           " ms (no server listening on abstract socket '" + spec_.name + "')");
+    }
+  } else {
+    rc = rte_eth_dev_start(port_id_);
+    if (rc != 0) return io_error(n + ": rte_eth_dev_start failed: " + rte_err(rc), 0);
+    started_ = true;
   }
-  if (rc != 0 && retry) {
-    return timeout_error(n + ": memif client could not connect within " + std::to_string(spec_.link_wait_ms) +
-                         " ms (no server listening on abstract socket '" + spec_.name + "'; last error " +
-                         rte_err(rc) + ")");
-  }
-  if (rc != 0) return io_error(n + ": rte_eth_dev_start failed: " + rte_err(rc), 0);
-  started_ = true;
-  reconnect_wait_ = kFirstReconnectWait;
-  reconnect_at_ = Clock::now() + reconnect_wait_;
   scratch_.resize(kDataRoom);
 
   if (spec_.kind != PortKind::kMemif) {
@@ -264,7 +279,7 @@ Status DpdkPort::configure() {
   }
   if (spec_.link_wait_ms == 0) return Status();  // poll() notices link up
   while (!link_up()) {
-    if (const GateHold gate(gated_); gate.held()) reconnect_if_refused();
+    if (const GateHold gate(gated_); gate.held()) connect_memif_client();
     if (Clock::now() >= deadline) {
       const std::string why = spec_.memif_server ? "no client connected on"
                               : started_         ? "the server took the connection but not the handshake, on"
@@ -285,24 +300,75 @@ Status DpdkPort::configure() {
 // and the refused client stays disconnected: it connects only in
 // rte_eth_dev_start. Ranks of a mesh start at their own pace, so a client
 // can reach a sibling's server in that window (a job that then waited 30 s
-// and failed). Stopping and starting again connects anew; the gate keeps
-// the interrupt thread's memif handlers out meanwhile. What this risks: a
-// handshake slower than the wait that completed on the server's side just
-// before the restart, which the server then sees as its client leaving.
-void DpdkPort::reconnect_if_refused() noexcept {
+// and failed). A refused client's control channel is gone (memif closed its
+// socket), while one whose handshake is only slow still has it: so the
+// client starts again exactly when its socket has closed with the link
+// down, and never cuts a handshake short. Called with the memif gate held,
+// so no memif handler runs meanwhile (none can close the socket between
+// the start and the look for it), and with the control mutex.
+void DpdkPort::connect_memif_client() noexcept {
   if (spec_.kind != PortKind::kMemif || spec_.memif_server || !have_port_) return;
   const auto now = Clock::now();
-  if (now < reconnect_at_) return;
-  if (started_ && link_up()) return;
-  if (started_) (void)rte_eth_dev_stop(port_id_);
-  const int rc = rte_eth_dev_start(port_id_);
-  started_ = rc == 0;
-  const std::string outcome = rc == 0 ? "" : " failed (" + rte_err(rc) + "); will try again";
-  RMA_LOG_INFO("softroce: %s: memif link still down %lld ms after connecting (a server refuses clients until it "
-               "has started): connecting again%s",
-               info_.name.c_str(), static_cast<long long>(reconnect_wait_.count()), outcome.c_str());
-  reconnect_wait_ = std::min(reconnect_wait_ * 2, kLastReconnectWait);
-  reconnect_at_ = now + reconnect_wait_;
+  auto back_off = [&] {
+    next_start_ = now + retry_wait_;
+    retry_wait_ = std::min(retry_wait_ * 2, kLastRetryWait);
+  };
+  if (started_) {
+    if (link_up() || !control_socket_closed()) return;
+    (void)rte_eth_dev_stop(port_id_);
+    started_ = false;
+    if (++refusals_ == 1) {
+      RMA_LOG_INFO("softroce: %s: the memif server closed the connection before the link came up (a server that "
+                   "has not started yet refuses clients); connecting again",
+                   info_.name.c_str());
+    }
+    back_off();  // a server that refuses at once would otherwise be asked again and again
+  }
+  if (now < next_start_) return;
+  started_ = rte_eth_dev_start(port_id_) == 0;
+  if (started_) {
+    find_control_socket();
+  } else {
+    back_off();
+  }
+}
+
+// The unix socket that memif's client connected to the server's abstract
+// address "/<name>" (DPDK passes socket=/<name>), found among this
+// process's descriptors by its peer's address; its inode tells it from a
+// later socket that reuses the descriptor.
+void DpdkPort::find_control_socket() noexcept {
+  control_fd_ = -1;
+  const std::string want = "/" + spec_.name;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  while (const dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    struct stat st {};
+    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_un peer{};
+    socklen_t len = sizeof peer;
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    const std::size_t path_len = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
+    if (peer.sun_family != AF_UNIX || path_len < 2 || peer.sun_path[0] != '\0') continue;
+    if (std::string_view(peer.sun_path + 1, path_len - 1) != want) continue;
+    control_fd_ = static_cast<int>(fd);
+    control_ino_ = st.st_ino;
+    break;
+  }
+  closedir(dir);
+  if (control_fd_ < 0) {
+    RMA_LOG_DEBUG("softroce: %s: memif's control socket not found; a refused handshake will not be retried",
+                  info_.name.c_str());
+  }
+}
+
+bool DpdkPort::control_socket_closed() const noexcept {
+  if (control_fd_ < 0) return false;  // not known: never start again on a guess
+  struct stat st {};
+  return fstat(control_fd_, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_ino != control_ino_;
 }
 
 }  // namespace rma::roce::port

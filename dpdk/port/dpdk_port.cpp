@@ -49,7 +49,13 @@ bool DpdkPort::usable() noexcept {
     mark_up();
     return true;
   }
-  if (state_ == PortState::kWaiting) reconnect_if_refused();  // memif client opened with wait=0
+  if (state_ == PortState::kWaiting) {
+    // A memif client opened with wait=0. DPDK's control calls are serialised
+    // by the control mutex; never waited for here, where the gate is held
+    // (teardown takes the mutex, then the gate).
+    std::unique_lock lock(control_mutex(), std::try_to_lock);
+    if (lock.owns_lock()) connect_memif_client();
+  }
   return false;
 }
 

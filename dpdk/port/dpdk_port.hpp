@@ -9,6 +9,8 @@
 // and fills it step by step, so an error half-way releases what exists.
 #pragma once
 
+#include <sys/types.h>
+
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
@@ -77,9 +79,12 @@ class DpdkPort final : public PortLink {
   std::uint8_t control_type(const rte_mbuf* m) const noexcept;
   void handle_control(std::uint8_t type) noexcept;
   bool wait_link_down(std::chrono::milliseconds budget) noexcept;
-  // A memif client whose link is not up a while after it connected starts
-  // again (see device_setup.cpp); call with the memif gate held.
-  void reconnect_if_refused() noexcept;
+  // A memif client: connects (again, when the server closed the connection
+  // before the link came up; see device_setup.cpp), at most once per retry
+  // wait while it fails. Call with the memif gate and the control mutex held.
+  void connect_memif_client() noexcept;
+  void find_control_socket() noexcept;
+  bool control_socket_closed() const noexcept;
   void teardown() noexcept;
 
   PortSpec spec_;
@@ -98,8 +103,13 @@ class DpdkPort final : public PortLink {
   bool closed_ = false;
   bool gated_ = false;         // memif: counted as a MemifGate user
   std::uint32_t link_checks_ = 0;
-  std::chrono::steady_clock::time_point reconnect_at_{};  // memif client: next reconnect_if_refused
-  std::chrono::milliseconds reconnect_wait_{0};
+  // memif client: its control socket (find_control_socket), and when it may
+  // try to connect next.
+  int control_fd_ = -1;
+  ino_t control_ino_ = 0;
+  std::uint32_t refusals_ = 0;
+  std::chrono::steady_clock::time_point next_start_{};
+  std::chrono::milliseconds retry_wait_{10};
 
   // memif shutdown handshake
   bool closing_ = false;  // shutdown() ran: the port no longer polls nor transmits

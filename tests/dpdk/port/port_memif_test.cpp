@@ -372,17 +372,20 @@ TEST(MemifGate, ParksRarelyOnceTheLinksAreUp) {
 // link come up, and frames cross it.
 TEST(PortMemif, AClientRefusedByAServerNotYetStartedConnectsAgain) {
   const std::string sock = socket_name();
+  // Declared first, so destroyed last: the server goes while its client
+  // still runs (idle), and the client then only sees the link go down.
+  ChildGuard child;
   MemifLogCapture log;
   RawMemifServer server(sock);
   ASSERT_TRUE(server.created());
-  ChildGuard child;
   child.pid = spawn(peer_args("memif:client:" + sock, "echo"));
   ASSERT_GT(child.pid, 0);
-  ASSERT_TRUE(log.wait_for("not found", 60s)) << "the client never reached the server before its start";
+  ASSERT_TRUE(log.wait_for("not found", 60s)) << "the client never reached the server before its start; DPDK logged:\n"
+                                              << log.contents();
   ASSERT_TRUE(server.start());
   const auto end = Clock::now() + 30s;
   while (!server.link_up() && Clock::now() < end) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(server.link_up()) << "the refused client did not connect again";
+  ASSERT_TRUE(server.link_up()) << "the refused client did not connect again; DPDK logged:\n" << log.contents();
   const auto f = make_frame(1082, 7);
   std::vector<std::uint8_t> echo;
   const auto echo_end = Clock::now() + 10s;
@@ -466,19 +469,21 @@ TEST(MemifGate, ABurstThatStaysInsideDoesNotShutOthersOut) {
   // reopening): the longest stretch of refusals.
   auto longest = Clock::duration::zero();
   std::uint64_t admitted = 0;
-  std::optional<Clock::time_point> refused_since;
+  bool refused = false;
+  Clock::time_point refused_since{};
   const auto end = Clock::now() + 150ms;
   for (auto now = Clock::now(); now < end; now = Clock::now()) {
     if (gate.enter()) {
       gate.leave();
       ++admitted;
-      if (refused_since) longest = std::max(longest, now - *refused_since);
-      refused_since.reset();
-    } else if (!refused_since) {
+      if (refused) longest = std::max(longest, now - refused_since);
+      refused = false;
+    } else if (!refused) {
+      refused = true;
       refused_since = now;
     }
   }
-  if (refused_since) longest = std::max(longest, Clock::now() - *refused_since);
+  if (refused) longest = std::max(longest, Clock::now() - refused_since);
   release = true;
   holder.join();
   const std::uint64_t parks = gate.parks();

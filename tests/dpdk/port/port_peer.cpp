@@ -73,7 +73,7 @@ struct MatchSink : FrameSink {
 int late_server(const std::string& sock, int timeout_ms) {
   if (rma::Status st = ensure_eal(); !st.ok()) {
     std::fprintf(stderr, "peer: %s\n", st.to_string().c_str());
-    return 4;
+    return 9;
   }
   MemifLogCapture log;
   RawMemifServer server(sock);
@@ -83,7 +83,7 @@ int late_server(const std::string& sock, int timeout_ms) {
   }
   const auto budget = std::chrono::milliseconds(timeout_ms);
   if (!log.wait_for("not found", budget)) {
-    std::fprintf(stderr, "peer: no client was refused\n");
+    std::fprintf(stderr, "peer: no client was refused; DPDK logged:\n%s", log.contents().c_str());
     return 6;
   }
   if (!server.start()) {

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "port/dpdk_port.hpp"
 #include "port/memif_gate.hpp"
@@ -125,8 +126,8 @@ Status DpdkPort::create_device() {
   }
   if (spec_.kind == PortKind::kMemif) {
     vdev_name_ = "net_memif" + std::to_string(seq);
-    std::string sock = spec_.name[0] == '/' ? spec_.name : "/" + spec_.name;
-    args = std::string("role=") + (spec_.memif_server ? "server" : "client") + ",socket=" + sock +
+    memif_socket_ = spec_.name[0] == '/' ? spec_.name : "/" + spec_.name;
+    args = std::string("role=") + (spec_.memif_server ? "server" : "client") + ",socket=" + memif_socket_ +
            ",socket-abstract=yes,id=0,rsize=" + std::to_string(spec_.memif_rsize) +
            ",bsize=" + std::to_string(spec_.memif_bsize);
     // One descriptor per frame: memif 22.11 tx splits a frame chained over
@@ -254,10 +255,15 @@ Status DpdkPort::configure() {
     retry_wait_ = kFirstRetryWait;
     for (;;) {
       // Waits for the gate rather than skip a round: with wait=0 this is the
-      // only try.
+      // only try. Without it (an interrupt thread that did not come back
+      // within a second), the start goes ahead untracked: a refusal is then
+      // not retried, as before the tracking existed.
       if (MemifGate::instance().enter_wait(1000ms)) {
         connect_memif_client();
         MemifGate::instance().leave();
+      } else if (!started_) {
+        control_fd_ = -1;
+        started_ = rte_eth_dev_start(port_id_) == 0;
       }
       if (started_ || Clock::now() >= deadline) break;
       std::this_thread::sleep_for(1ms);
@@ -281,12 +287,13 @@ Status DpdkPort::configure() {
   while (!link_up()) {
     if (const GateHold gate(gated_); gate.held()) connect_memif_client();
     if (Clock::now() >= deadline) {
+      const bool refused = !spec_.memif_server && (started_ || refusals_ > 0);
       const std::string why = spec_.memif_server ? "no client connected on"
-                              : started_         ? "the server took the connection but not the handshake, on"
+                              : refused          ? "the server took the connection but refused the handshake, on"
                                                  : "no server listening on";
       return timeout_error(n + ": memif link not up within " + std::to_string(spec_.link_wait_ms) + " ms (" + why +
                            " abstract socket '" + spec_.name + "'" +
-                           (spec_.memif_server || !started_ ? "" : "; does another client hold it?") +
+                           (refused ? "; not started yet, or another client holds it?" : "") +
                            "); add ,wait=0 to open without waiting");
     }
     std::this_thread::sleep_for(1ms);
@@ -317,6 +324,7 @@ void DpdkPort::connect_memif_client() noexcept {
     if (link_up() || !control_socket_closed()) return;
     (void)rte_eth_dev_stop(port_id_);
     started_ = false;
+    control_fd_ = -1;
     if (++refusals_ == 1) {
       RMA_LOG_INFO("softroce: %s: the memif server closed the connection before the link came up (a server that "
                    "has not started yet refuses clients); connecting again",
@@ -325,23 +333,22 @@ void DpdkPort::connect_memif_client() noexcept {
     back_off();  // a server that refuses at once would otherwise be asked again and again
   }
   if (now < next_start_) return;
+  const std::vector<ino_t> before = sockets_to_server();
   started_ = rte_eth_dev_start(port_id_) == 0;
   if (started_) {
-    find_control_socket();
+    find_control_socket(before);
   } else {
     back_off();
   }
 }
 
-// The unix socket that memif's client connected to the server's abstract
-// address "/<name>" (DPDK passes socket=/<name>), found among this
-// process's descriptors by its peer's address; its inode tells it from a
-// later socket that reuses the descriptor.
-void DpdkPort::find_control_socket() noexcept {
-  control_fd_ = -1;
-  const std::string want = "/" + spec_.name;
+// This process's unix sockets connected to the server's abstract address
+// (the socket= memif was given, memif_socket_), by their inodes, with
+// `fd_of` (optional) filled with their descriptors.
+std::vector<ino_t> DpdkPort::sockets_to_server(std::vector<int>* fd_of) const noexcept {
+  std::vector<ino_t> found;
   DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return;
+  if (dir == nullptr) return found;
   while (const dirent* e = readdir(dir)) {
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);
@@ -353,16 +360,30 @@ void DpdkPort::find_control_socket() noexcept {
     if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
     const std::size_t path_len = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
     if (peer.sun_family != AF_UNIX || path_len < 2 || peer.sun_path[0] != '\0') continue;
-    if (std::string_view(peer.sun_path + 1, path_len - 1) != want) continue;
-    control_fd_ = static_cast<int>(fd);
-    control_ino_ = st.st_ino;
-    break;
+    if (std::string_view(peer.sun_path + 1, path_len - 1) != memif_socket_) continue;
+    found.push_back(st.st_ino);
+    if (fd_of != nullptr) fd_of->push_back(static_cast<int>(fd));
   }
   closedir(dir);
-  if (control_fd_ < 0) {
-    RMA_LOG_DEBUG("softroce: %s: memif's control socket not found; a refused handshake will not be retried",
-                  info_.name.c_str());
+  return found;
+}
+
+// The client's control socket: the one to the server that the start just
+// made (not one this process had before, such as a descriptor inherited
+// from a parent connected to the same name: DPDK's are not close-on-exec).
+// Its inode tells it from a later socket that reuses the descriptor.
+void DpdkPort::find_control_socket(const std::vector<ino_t>& before) noexcept {
+  control_fd_ = -1;
+  std::vector<int> fds;
+  const std::vector<ino_t> now = sockets_to_server(&fds);
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    if (std::find(before.begin(), before.end(), now[i]) != before.end()) continue;
+    control_fd_ = fds[i];
+    control_ino_ = now[i];
+    return;
   }
+  RMA_LOG_DEBUG("softroce: %s: memif's control socket not found; a refused handshake will not be retried",
+                info_.name.c_str());
 }
 
 bool DpdkPort::control_socket_closed() const noexcept {

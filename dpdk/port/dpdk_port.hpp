@@ -83,7 +83,8 @@ class DpdkPort final : public PortLink {
   // before the link came up; see device_setup.cpp), at most once per retry
   // wait while it fails. Call with the memif gate and the control mutex held.
   void connect_memif_client() noexcept;
-  void find_control_socket() noexcept;
+  std::vector<ino_t> sockets_to_server(std::vector<int>* fd_of = nullptr) const noexcept;
+  void find_control_socket(const std::vector<ino_t>& before) noexcept;
   bool control_socket_closed() const noexcept;
   void teardown() noexcept;
 
@@ -105,6 +106,7 @@ class DpdkPort final : public PortLink {
   std::uint32_t link_checks_ = 0;
   // memif client: its control socket (find_control_socket), and when it may
   // try to connect next.
+  std::string memif_socket_;  // memif: the socket= given to DPDK (abstract)
   int control_fd_ = -1;
   ino_t control_ino_ = 0;
   std::uint32_t refusals_ = 0;

@@ -370,7 +370,8 @@ TEST(MemifGate, ParksRarelyOnceTheLinksAreUp) {
 // server is such a device, held unstarted until DPDK's own log says it has
 // refused our client, then started: the client must connect again and the
 // link come up, and frames cross it.
-TEST(PortMemif, AClientRefusedByAServerNotYetStartedConnectsAgain) {
+namespace {
+void refused_client_connects_again(const std::string& name_prefix) {
   const std::string sock = socket_name();
   // Declared first, so destroyed last: the server goes while its client
   // still runs (idle), and the client then only sees the link go down.
@@ -378,10 +379,10 @@ TEST(PortMemif, AClientRefusedByAServerNotYetStartedConnectsAgain) {
   MemifLogCapture log;
   RawMemifServer server(sock);
   ASSERT_TRUE(server.created());
-  child.pid = spawn(peer_args("memif:client:" + sock, "echo"));
+  child.pid = spawn(peer_args("memif:client:" + name_prefix + sock, "echo"));
   ASSERT_GT(child.pid, 0);
-  ASSERT_TRUE(log.wait_for("not found", 60s)) << "the client never reached the server before its start; DPDK logged:\n"
-                                              << log.contents();
+  ASSERT_TRUE(log.wait_for("ID 0 not found", 60s))
+      << "the client never reached the server before its start; DPDK logged:\n" << log.contents();
   ASSERT_TRUE(server.start());
   const auto end = Clock::now() + 30s;
   while (!server.link_up() && Clock::now() < end) std::this_thread::sleep_for(1ms);
@@ -395,6 +396,12 @@ TEST(PortMemif, AClientRefusedByAServerNotYetStartedConnectsAgain) {
   }
   EXPECT_EQ(echo, f);
 }
+}  // namespace
+
+TEST(PortMemif, AClientRefusedByAServerNotYetStartedConnectsAgain) { refused_client_connects_again(""); }
+
+// A name given with its leading '/' (the socket DPDK gets either way).
+TEST(PortMemif, AClientRefusedConnectsAgainWhenItsNameStartsWithASlash) { refused_client_connects_again("/"); }
 
 // The same on the poll path: a client opened with wait=0 (open_port returns
 // as soon as it has connected) against a server process that starts only

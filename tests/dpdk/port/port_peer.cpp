@@ -82,7 +82,7 @@ int late_server(const std::string& sock, int timeout_ms) {
     return 5;
   }
   const auto budget = std::chrono::milliseconds(timeout_ms);
-  if (!log.wait_for("not found", budget)) {
+  if (!log.wait_for("ID 0 not found", budget)) {
     std::fprintf(stderr, "peer: no client was refused; DPDK logged:\n%s", log.contents().c_str());
     return 6;
   }

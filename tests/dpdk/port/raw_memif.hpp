@@ -100,6 +100,9 @@ class RawMemifServer {
     created_ = rte_eth_dev_get_port_by_name(vdev_.c_str(), &port_) == 0;
   }
   ~RawMemifServer() {
+    // Never started (a test that failed early): a gate user all the same, so
+    // that no memif handler (a client's connection) runs beside the close.
+    if (created_ && !gated_) gated_ = port::MemifGate::instance().add_user(port_).ok();
     const bool held = gated_ && port::MemifGate::instance().enter_wait(std::chrono::milliseconds(2000));
     if (gated_) port::MemifGate::instance().remove_user(port_);
     if (started_) (void)rte_eth_dev_stop(port_);

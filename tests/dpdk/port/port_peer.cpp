@@ -68,7 +68,7 @@ struct MatchSink : FrameSink {
 };
 
 // DPDK 22.11's memif server refuses a handshake until it has started (see
-// DpdkPort::reconnect_if_refused); this server waits to do so until its
+// DpdkPort::connect_memif_client); this server waits to do so until its
 // log says it has refused one.
 int late_server(const std::string& sock, int timeout_ms) {
   if (rma::Status st = ensure_eal(); !st.ok()) {

@@ -287,9 +287,10 @@ Status DpdkPort::configure() {
   while (!link_up()) {
     if (const GateHold gate(gated_); gate.held()) connect_memif_client();
     if (Clock::now() >= deadline) {
-      const bool refused = !spec_.memif_server && (started_ || refusals_ > 0);
+      const bool refused = !spec_.memif_server && refusals_ > 0;
       const std::string why = spec_.memif_server ? "no client connected on"
                               : refused          ? "the server took the connection but refused the handshake, on"
+                              : started_         ? "the server took the connection but did not finish the handshake, on"
                                                  : "no server listening on";
       return timeout_error(n + ": memif link not up within " + std::to_string(spec_.link_wait_ms) + " ms (" + why +
                            " abstract socket '" + spec_.name + "'" +

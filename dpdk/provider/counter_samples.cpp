@@ -53,6 +53,7 @@ std::vector<CounterSample> device_samples(const roce::rc::DeviceCounters& d, con
   add(out, "tx_link_full", d.tx_link_full);
   add(out, "tx_ring_full", d.tx_ring_full);
   add(out, "tx_icrc_open", d.tx_icrc_open);
+  add(out, "rx_icrc_in_copy", d.rx_icrc_in_copy);
   add(out, "icrc_errors", d.icrc_errors);
   add(out, "unknown_qpn", d.unknown_qpn);
   add(out, "wrong_peer", d.wrong_peer);

@@ -142,8 +142,10 @@ void RcQp::run_timers() noexcept {
 }
 
 void RcQp::receive(const Packet& pkt, std::size_t frame_len) noexcept {
+  if (pkt.icrc.pending && !on_unverified_read_response(pkt)) return;
   ++ctr_.rx_frames;
   ctr_.rx_bytes += frame_len;
+  if (pkt.icrc.pending) return;  // handled, with its payload placed
   if (opcode_traits(pkt.h.opcode).is_request) {
     on_request(pkt);
   } else {
@@ -270,11 +272,26 @@ void RcQp::on_response(const Packet& pkt) noexcept {
   }
 
   // READ response.
-  if (w.opcode != VerbOp::kRdmaRead) {
+  std::uint64_t off = 0, want = 0;
+  if (w.opcode != VerbOp::kRdmaRead || !read_response_fits(pkt, w, psn_diff(psn, w.first_psn), off, want)) {
     ++ctr_.bad_responses;
     return;
   }
-  const std::uint32_t idx = psn_diff(psn, w.first_psn);
+  if (want > 0) {
+    // The local buffer was checked at post; since then its region may have
+    // been deregistered or its memory unmapped: check again before writing.
+    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, sq_.sgl(sq_comp_), off + want, Access::kLocalWrite);
+    if (ve != kVeNone) {
+      fail_head(WcStatus::kLocProtErr, ve);
+      return;
+    }
+    copy_to_sgl(sq_.sgl(sq_comp_), off, pkt.payload.data(), want);
+  }
+  read_response_placed(psn);
+}
+
+bool RcQp::read_response_fits(const Packet& pkt, const SendWqe& w, std::uint32_t idx, std::uint64_t& off,
+                              std::uint64_t& want) const noexcept {
   // Responses are numbered within the READ request they answer: one per
   // chunk of max_read_request_packets (send_request_packet).
   const std::uint32_t chunk = engine_.options().max_read_request_packets;
@@ -290,30 +307,16 @@ void RcQp::on_response(const Packet& pkt) noexcept {
   } else {
     expected = RoceOp::kReadResponseMiddle;
   }
-  if (op != expected) {
-    ++ctr_.bad_responses;
-    return;
-  }
-  if (op != RoceOp::kReadResponseMiddle && syndrome_type(pkt.h.aeth_syndrome) != AckType::kAck) {
-    ++ctr_.bad_responses;
-    return;
-  }
-  const std::uint64_t off = std::uint64_t{idx} * mtu_;
-  const std::uint64_t want = std::min<std::uint64_t>(mtu_, w.length - std::min<std::uint64_t>(off, w.length));
-  if (pkt.payload.size() != want) {
-    ++ctr_.bad_responses;
-    return;
-  }
-  if (want > 0) {
-    // The local buffer was checked at post; since then its region may have
-    // been deregistered or its memory unmapped: check again before writing.
-    const std::uint32_t ve = check_local_sgl(engine_.keys(), pd_, sq_.sgl(sq_comp_), off + want, Access::kLocalWrite);
-    if (ve != kVeNone) {
-      fail_head(WcStatus::kLocProtErr, ve);
-      return;
-    }
-    copy_to_sgl(sq_.sgl(sq_comp_), off, pkt.payload.data(), want);
-  }
+  const auto op = static_cast<RoceOp>(pkt.h.opcode);
+  if (op != expected) return false;
+  if (op != RoceOp::kReadResponseMiddle && syndrome_type(pkt.h.aeth_syndrome) != AckType::kAck) return false;
+  off = std::uint64_t{idx} * mtu_;
+  want = std::min<std::uint64_t>(mtu_, w.length - std::min<std::uint64_t>(off, w.length));
+  return pkt.payload.size() == want;
+}
+
+void RcQp::read_response_placed(std::uint32_t psn) noexcept {
+  SendWqe& w = sq(sq_comp_);
   comp_psn_ = psn_add(psn, 1);
   if (psn == w.last_psn) {
     w.done = true;
@@ -322,6 +325,40 @@ void RcQp::on_response(const Packet& pkt) noexcept {
     ++sq_comp_;
   }
   progress_made();
+}
+
+// The common case, the next response of the head READ into a buffer that
+// takes it in one piece, checks the ICRC in the copy that places the
+// payload, and believes the packet only after: a corrupt packet has by then
+// written only into that READ's own local buffer, at the place the expected
+// response will write again (its contents are undefined until the READ
+// completes, IBA 9.4.3 / ibv_post_send(3)), and is dropped. Anything else
+// is checked first and then taken as any response.
+bool RcQp::on_unverified_read_response(const Packet& pkt) noexcept {
+  std::uint8_t* dst = read_response_target(pkt);
+  if (dst == nullptr) {
+    if (!engine_.icrc_holds(pkt)) return false;
+    on_response(pkt);
+    return true;
+  }
+  if (!place_payload_checking_icrc(pkt, dst)) {
+    engine_.count_bad_icrc();
+    return false;
+  }
+  engine_.count_icrc_in_copy();
+  read_response_placed(pkt.h.psn);
+  return true;
+}
+
+std::uint8_t* RcQp::read_response_target(const Packet& pkt) noexcept {
+  if (state() != QpState::kRts || pkt.h.psn != comp_psn_ || !outstanding()) return nullptr;
+  const SendWqe& w = sq(sq_comp_);
+  if (w.opcode != VerbOp::kRdmaRead) return nullptr;
+  std::uint64_t off = 0, want = 0;
+  if (!read_response_fits(pkt, w, psn_diff(pkt.h.psn, w.first_psn), off, want) || want == 0) return nullptr;
+  const auto sgl = sq_.sgl(sq_comp_);
+  if (check_local_sgl(engine_.keys(), pd_, sgl, off + want, Access::kLocalWrite) != kVeNone) return nullptr;
+  return const_cast<std::uint8_t*>(sgl_contiguous(sgl, off, want));
 }
 
 }  // namespace rma::roce::rc

@@ -74,6 +74,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<Link> link, const
     if (!st.ok()) return st.with_context("softroce: packet capture");
   }
   e->open_icrc_ = e->link_->info().completes_icrc && !e->pcap_ && icrc_folds_in_copy();
+  e->rx_icrc_ = icrc_folds_in_copy() ? IcrcCheck::kDeferReadPayload : IcrcCheck::kNow;
   e->posts_wait_for_progress_ = e->link_->info().transmit_enters_kernel;
   return e;
 }
@@ -211,7 +212,7 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
     return;
   }
   Packet& pkt = rx_packet_;
-  const ParseError err = parse_packet(frame, pkt);
+  const ParseError err = parse_packet(frame, pkt, rx_icrc_);
   if (err == ParseError::kNotIpv4 && handle_arp(frame)) return;
   if (err != ParseError::kOk) {
     const auto i = static_cast<std::size_t>(err);
@@ -219,13 +220,15 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
     if (err == ParseError::kBadIcrc) ++dev_.icrc_errors;
     return;
   }
+  // A packet dropped here with its ICRC still pending is checked first, so
+  // that a corrupt one is counted as corrupt, as when parse checks it.
   if (own_ip != 0 && pkt.h.dst_ip != own_ip) {
-    ++dev_.not_for_us;
+    if (icrc_holds(pkt)) ++dev_.not_for_us;
     return;
   }
   RcQp* qp = find_qp(pkt.h.dest_qp);
   if (qp == nullptr) {
-    ++dev_.unknown_qpn;
+    if (icrc_holds(pkt)) ++dev_.unknown_qpn;
     return;
   }
   // The connected peer only (rxe's check_addr/check_keys): its source IPv4
@@ -233,14 +236,25 @@ void Engine::on_frame(std::span<const std::uint8_t> frame) noexcept {
   // flow entropy that RoCE v2 lets a sender choose and change (ECMP, some
   // NICs vary it per retry), so it identifies nobody and is not checked.
   if (qp->state() == QpState::kReset || pkt.h.src_ip != qp->peer().ipv4) {
-    ++dev_.wrong_peer;
+    if (icrc_holds(pkt)) ++dev_.wrong_peer;
     return;
   }
   if (!pkey_matches(pkt.h.pkey, kDefaultPkey)) {
-    ++dev_.bad_pkey;
+    if (icrc_holds(pkt)) ++dev_.bad_pkey;
     return;
   }
   qp->receive(pkt, frame.size());
+}
+
+bool Engine::icrc_holds(const Packet& pkt) noexcept {
+  if (deferred_icrc_holds(pkt)) return true;
+  count_bad_icrc();
+  return false;
+}
+
+void Engine::count_bad_icrc() noexcept {
+  ++dev_.parse_errors[static_cast<std::size_t>(ParseError::kBadIcrc)];
+  ++dev_.icrc_errors;
 }
 
 Engine::TxSlot* Engine::raw_slot() noexcept {

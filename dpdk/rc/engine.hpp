@@ -136,6 +136,14 @@ class Engine final : private FrameSink {
     return ip_id_;
   }
 
+  // Receive: the ICRC of a packet parsed with its check deferred
+  // (IcrcCheck::kDeferReadPayload), checked now (true when it holds, or was
+  // checked at parse); a failure is counted as parse counts one.
+  bool icrc_holds(const Packet& pkt) noexcept;
+  void count_bad_icrc() noexcept;
+  // A READ response whose ICRC was checked in the copy that placed it.
+  void count_icrc_in_copy() noexcept { ++dev_.rx_icrc_in_copy; }
+
   DeviceCounters counters() const noexcept;
   // QPs fold their counters in here when they are destroyed.
   void retire_counters(const RcCounters& c) noexcept { retired_.add(c); }
@@ -236,6 +244,9 @@ class Engine final : private FrameSink {
   // capture needs whole frames (the capture writes the tail as the engine
   // holds it).
   bool open_icrc_ = false;
+  // Parse READ responses with their ICRC left to the copy that places them
+  // (IcrcCheck::kDeferReadPayload): where the copy can fold the CRC in.
+  IcrcCheck rx_icrc_ = IcrcCheck::kNow;
   // The link's transmit enters the kernel (LinkInfo::transmit_enters_kernel):
   // kick() leaves the requests of a post to progress(), and says so in
   // requests_waiting_.

@@ -137,6 +137,20 @@ class RcQp {
 
   // completer
   void on_response(const Packet& pkt) noexcept;
+  // A READ response whose ICRC parse left for the copy that places it
+  // (IcrcCheck::kDeferReadPayload); false when dropped for a bad ICRC.
+  bool on_unverified_read_response(const Packet& pkt) noexcept;
+  // Where the payload of `pkt` goes when it is the next response the READ
+  // at the head of the send queue expects and its local buffer takes it in
+  // one piece; nullptr otherwise. Changes nothing.
+  std::uint8_t* read_response_target(const Packet& pkt) noexcept;
+  // Whether `pkt` (a READ response for PSN index `idx` of READ `w`) has the
+  // opcode, syndrome and payload size that index expects; `off` and `want`
+  // are then where its payload lies in the READ and how long it is.
+  bool read_response_fits(const Packet& pkt, const SendWqe& w, std::uint32_t idx, std::uint64_t& off,
+                          std::uint64_t& want) const noexcept;
+  // After the payload of READ response `psn` of the head READ is placed.
+  void read_response_placed(std::uint32_t psn) noexcept;
   // Completes WQEs covered by an acknowledgement of every PSN up to `psn`;
   // false when it stopped at a READ/atomic whose answer is missing.
   bool ack_through(std::uint32_t psn) noexcept;

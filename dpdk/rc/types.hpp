@@ -54,6 +54,7 @@ struct DeviceCounters {
   std::uint64_t tx_icrc_open = 0;              // frames sent with the ICRC left to the link's copy (TxFrame::icrc_open)
   std::uint64_t parse_errors[static_cast<int>(ParseError::kCount)] = {};  // by ParseError
   std::uint64_t icrc_errors = 0;               // = parse_errors[kBadIcrc]
+  std::uint64_t rx_icrc_in_copy = 0;           // READ responses whose ICRC was checked in the copy placing them
   std::uint64_t unknown_qpn = 0;               // no such QP here
   std::uint64_t wrong_peer = 0;                // source IP is not the QP's peer
   std::uint64_t bad_pkey = 0;                  // P_Key does not match the QP's partition

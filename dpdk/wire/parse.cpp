@@ -17,6 +17,18 @@ std::uint32_t peek_ipv4_destination(std::span<const std::uint8_t> frame) noexcep
 }
 
 ParseError parse_packet(std::span<const std::uint8_t> frame, Packet& out) noexcept {
+  return parse_packet(frame, out, IcrcCheck::kNow);
+}
+
+namespace {
+constexpr bool is_read_response(std::uint8_t opcode) noexcept {
+  return opcode >= static_cast<std::uint8_t>(Opcode::kReadResponseFirst) &&
+         opcode <= static_cast<std::uint8_t>(Opcode::kReadResponseOnly);
+}
+}  // namespace
+
+ParseError parse_packet(std::span<const std::uint8_t> frame, Packet& out, IcrcCheck check) noexcept {
+  out.icrc.pending = false;
   const std::uint8_t* p = frame.data();
   const std::size_t n = frame.size();
 
@@ -68,8 +80,16 @@ ParseError parse_packet(std::span<const std::uint8_t> frame, Packet& out) noexce
 
   // ICRC over IPv4 header .. pad.
   const std::size_t icrc_off = kIpOff + ip_len - kIcrcLen;
-  const std::uint32_t icrc = icrc_begin(ip, ip_len - kIcrcLen);
-  if (icrc != load_le32(p + icrc_off)) return ParseError::kBadIcrc;
+  if (check == IcrcCheck::kDeferReadPayload && payload_len >= kDeferIcrcFrom && is_read_response(opcode)) {
+    const std::size_t payload_off = kExtOff + ext_len;
+    out.icrc.pending = true;
+    out.icrc.after_headers = icrc_begin(ip, payload_off - kIpOff);
+    out.icrc.expected = load_le32(p + icrc_off);
+    out.icrc.pad = frame.subspan(payload_off + payload_len, pad);
+  } else {
+    const std::uint32_t icrc = icrc_begin(ip, ip_len - kIcrcLen);
+    if (icrc != load_le32(p + icrc_off)) return ParseError::kBadIcrc;
+  }
 
   // Decode. Headers the opcode does not carry read as zero. Field by field,
   // every field written once: assigning a default Headers first cost a
@@ -135,6 +155,24 @@ ParseError parse_packet(std::span<const std::uint8_t> frame, Packet& out) noexce
   }
   out.payload = frame.subspan(kExtOff + ext_len, payload_len);
   return ParseError::kOk;
+}
+
+bool place_payload_checking_icrc(const Packet& pkt, std::uint8_t* dst) noexcept {
+  const std::span<const std::uint8_t> payload = pkt.payload;
+  if (!pkt.icrc.pending) {
+    if (!payload.empty()) std::memcpy(dst, payload.data(), payload.size());
+    return true;
+  }
+  std::uint32_t crc = copy_crc32_update(dst, payload.data(), payload.size(), pkt.icrc.after_headers);
+  crc = crc32_update(crc, pkt.icrc.pad.data(), pkt.icrc.pad.size());
+  return crc == pkt.icrc.expected;
+}
+
+bool deferred_icrc_holds(const Packet& pkt) noexcept {
+  if (!pkt.icrc.pending) return true;
+  std::uint32_t crc = crc32_update(pkt.icrc.after_headers, pkt.payload.data(), pkt.payload.size());
+  crc = crc32_update(crc, pkt.icrc.pad.data(), pkt.icrc.pad.size());
+  return crc == pkt.icrc.expected;
 }
 
 }  // namespace rma::roce

@@ -210,9 +210,19 @@ enum class ParseError : std::uint8_t {
 };
 std::string_view parse_error_name(ParseError e) noexcept;
 
+// The ICRC of a packet parsed with IcrcCheck::kDeferReadPayload whose check
+// was left for the copy that places its payload (see that mode).
+struct DeferredIcrc {
+  bool pending = false;
+  std::uint32_t after_headers = 0;       // the CRC of the masked headers, continued by the payload
+  std::uint32_t expected = 0;            // the ICRC the frame carries
+  std::span<const std::uint8_t> pad;     // the pad bytes, after the payload
+};
+
 struct Packet {
   Headers h;
   std::span<const std::uint8_t> payload;  // without pad and ICRC; points into the frame
+  DeferredIcrc icrc;                      // pending only under IcrcCheck::kDeferReadPayload
 };
 
 // The destination IPv4 address of an Ethernet frame that carries IPv4, read
@@ -228,6 +238,28 @@ std::uint32_t peek_ipv4_destination(std::span<const std::uint8_t> frame) noexcep
 // are zero then. Not checked: UDP checksum (rxe sends 0), UDP source port,
 // addresses, BTH reserved bits; VLAN tags and IPv4 options are rejected.
 ParseError parse_packet(std::span<const std::uint8_t> frame, Packet& out) noexcept;
+
+// kDeferReadPayload: a READ response (FIRST, MIDDLE, LAST, ONLY) carrying
+// kDeferIcrcFrom bytes of payload or more is validated field by field but its
+// ICRC is not checked: out.icrc.pending is set and the receiver checks it
+// with place_payload_checking_icrc (its payload copied into the READ's
+// local buffer and CRC'd in one pass, where the check and the copy read the
+// payload twice) or deferred_icrc_holds. Until then nothing in the packet is
+// to be believed: a receiver may only place its payload where a READ's
+// local buffer, whose contents are undefined until the READ completes,
+// takes it, and must drop the packet, changing nothing else, if the ICRC
+// then fails. Every other packet is parsed as by parse_packet.
+enum class IcrcCheck : std::uint8_t { kNow, kDeferReadPayload };
+constexpr std::size_t kDeferIcrcFrom = 256;
+ParseError parse_packet(std::span<const std::uint8_t> frame, Packet& out, IcrcCheck check) noexcept;
+
+// For a packet whose ICRC parse deferred (pkt.icrc.pending): copies its
+// payload to `dst` (payload.size() bytes) while continuing the ICRC, and
+// says whether the ICRC holds. `dst` then has the payload either way.
+bool place_payload_checking_icrc(const Packet& pkt, std::uint8_t* dst) noexcept;
+// For a packet whose ICRC parse deferred: whether it holds (no copy). True
+// for a packet whose ICRC was checked at parse.
+bool deferred_icrc_holds(const Packet& pkt) noexcept;
 
 // The RoCE v2 ICRC of a frame's IP header .. pad (the frame without its last
 // 4 bytes), computed as rdma_rxe does (roce-v2.md 2.5). For tests and tools.

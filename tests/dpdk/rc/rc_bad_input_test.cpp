@@ -396,6 +396,65 @@ TEST_F(BadInput, SendContinuedAfterReceiveBufferDeregistrationPlacesNothing) {
   }
 }
 
+// READ responses carry their ICRC check into the copy that places their
+// payload (IcrcCheck::kDeferReadPayload) where the CPU folds the CRC in:
+// a corrupt response, expected or not, is counted as an ICRC error and
+// changes nothing but the bytes the expected response will write again
+// (the READ's own local buffer, undefined until it completes); the good
+// responses then complete the READ.
+TEST_F(BadInput, ReadResponseWithABadIcrcIsDroppedAndTheReadCompletesFromTheGoodOnes) {
+  const std::uint32_t mtu = me_.mtu;  // 1024: two responses for 2048 bytes
+  const Sge local = target_.sge(1024, 2 * mtu);
+  WorkRequest w = wr(Opcode::kRdmaRead, &local, 1, 0x10000, 0x1234, 7);
+  ASSERT_TRUE(qp_->post({&w, 1}).ok());
+  Completion wc[2];
+  EXPECT_EQ(cq_->poll({wc, 2}), 0);  // drives the device
+  answers_ = Frames{};
+  raw_->poll(answers_, 16);
+  ASSERT_EQ(answers_.got.size(), 1u);
+  ASSERT_EQ(answers_.got[0].h.opcode, static_cast<std::uint8_t>(roce::Opcode::kReadRequest));
+  const std::uint32_t psn = answers_.got[0].h.psn;
+  const auto response = [&](roce::Opcode op, std::uint32_t at, std::uint8_t fill) {
+    return request_frame(op, at, 0, 0, 0, mtu, fill);
+  };
+  const auto corrupt = [](std::vector<std::uint8_t> f) {
+    f[roce::kOuterHeadersLen + roce::kBthLen + roce::kAethLen + 100] ^= 0x08;  // a payload byte
+    return f;
+  };
+  const roce::rc::DeviceCounters before = counters();
+
+  // The expected FIRST, one payload byte flipped.
+  EXPECT_TRUE(exchange(corrupt(response(roce::Opcode::kReadResponseFirst, psn, 0xC1))).empty());
+  // The LAST ahead of its turn, corrupt too: had it been believed, it would
+  // have asked for the responses again (a READ request on the wire).
+  EXPECT_TRUE(exchange(corrupt(response(roce::Opcode::kReadResponseLast, roce::psn_add(psn, 1), 0xC2))).empty());
+  roce::rc::DeviceCounters c = counters();
+  EXPECT_EQ(c.icrc_errors - before.icrc_errors, 2u);
+  EXPECT_EQ(c.parse_errors[static_cast<int>(roce::ParseError::kBadIcrc)] -
+                before.parse_errors[static_cast<int>(roce::ParseError::kBadIcrc)],
+            2u);
+  EXPECT_EQ(c.qp.bad_responses, before.qp.bad_responses);
+  EXPECT_EQ(c.qp.rx_frames, before.qp.rx_frames) << "a corrupt response counted as received by the QP";
+  EXPECT_EQ(c.rx_icrc_in_copy, before.rx_icrc_in_copy);
+  EXPECT_TRUE(untouched(0, 1024));
+  EXPECT_TRUE(untouched(1024 + mtu, 4096)) << "a corrupt response wrote outside the place its good copy writes";
+
+  // The good ones complete it.
+  EXPECT_TRUE(exchange(response(roce::Opcode::kReadResponseFirst, psn, 0xC1)).empty());
+  EXPECT_TRUE(exchange(response(roce::Opcode::kReadResponseLast, roce::psn_add(psn, 1), 0xC2), 1).empty());
+  EXPECT_EQ(last_wc_.status, WcStatus::kSuccess);
+  EXPECT_EQ(last_wc_.wr_id, 7u);
+  for (std::size_t i = 0; i < mtu; ++i) {
+    ASSERT_EQ(target_.data[1024 + i], 0xC1) << "byte " << i;
+    ASSERT_EQ(target_.data[1024 + mtu + i], 0xC2) << "byte " << mtu + i;
+  }
+  EXPECT_TRUE(untouched(0, 1024));
+  EXPECT_TRUE(untouched(1024 + 2 * mtu, 4096));
+  c = counters();
+  EXPECT_EQ(c.icrc_errors - before.icrc_errors, 2u);
+  EXPECT_EQ(c.rx_icrc_in_copy - before.rx_icrc_in_copy, roce::icrc_folds_in_copy() ? 2u : 0u);
+}
+
 // Regression (issue 12, defect 4): the P_Key was never checked. A request
 // from another partition is dropped and counted (bad_pkey), as rxe's
 // check_keys does; a limited member of our (full) partition still matches.

@@ -210,7 +210,8 @@ TEST_F(RcProtocol, SegmentsByPathMtuAndRequestsAcks) {
 // copies the payload (FaultLink, like a DPDK port, writes frames out with
 // write_tx_frame): the receiver checks every ICRC, so a wrong one would be
 // an icrc_error and a retransmission. Small payloads keep the ICRC the
-// sender computes.
+// sender computes. The requester checks the READ responses' ICRCs in the
+// copy that places them (rx_icrc_in_copy).
 TEST_F(RcProtocol, PayloadsLeaveWithAnIcrcTheLinkCompletes) {
   PairOptions o = default_options();
   o.dev.path_mtu = 4096;
@@ -230,6 +231,9 @@ TEST_F(RcProtocol, PayloadsLeaveWithAnIcrcTheLinkCompletes) {
     const std::uint64_t full_frames = len / 4096;  // payloads of 4 KiB: WRITE requests, then READ responses
     EXPECT_EQ(a1.tx_icrc_open - a0.tx_icrc_open, opens ? full_frames : 0u) << len;
     EXPECT_EQ(b1.tx_icrc_open - b0.tx_icrc_open, opens ? full_frames : 0u) << len;
+    // The same CPUs check a READ response's ICRC in the copy that places it.
+    EXPECT_EQ(a1.rx_icrc_in_copy - a0.rx_icrc_in_copy, opens ? full_frames : 0u) << len;
+    EXPECT_EQ(b1.rx_icrc_in_copy, 0u);
     EXPECT_EQ(a1.icrc_errors, 0u);
     EXPECT_EQ(b1.icrc_errors, 0u);
     EXPECT_EQ(a1.qp.retransmitted_packets, 0u);

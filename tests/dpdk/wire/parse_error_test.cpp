@@ -3,10 +3,12 @@
 // would otherwise trip an earlier check).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "wire/wire.hpp"
@@ -435,6 +437,64 @@ TEST(ParseErrors, EveryErrorHasAnExample) {
     covered.insert(err);
   }
   EXPECT_EQ(covered.size(), static_cast<std::size_t>(ParseError::kCount));
+}
+
+// IcrcCheck::kDeferReadPayload: READ responses with kDeferIcrcFrom bytes of
+// payload or more leave their ICRC pending, checked by the placing copy or
+// on its own; a corrupt byte anywhere the ICRC covers (a header, the
+// payload, the pad) fails both, and a good frame passes both with the
+// payload copied whole. Every other packet is checked at parse as before.
+TEST(DeferredIcrc, ReadResponsesLeaveItToThePlacingCopyAndEveryCorruptByteFailsIt) {
+  const std::uint8_t first = static_cast<std::uint8_t>(Opcode::kReadResponseFirst);
+  const std::uint8_t last = static_cast<std::uint8_t>(Opcode::kReadResponseLast);
+  for (const auto& [opcode, len] : std::vector<std::pair<std::uint8_t, std::size_t>>{
+           {first, 4096}, {static_cast<std::uint8_t>(Opcode::kReadResponseMiddle), 1024}, {last, 1023},
+           {last, 257}, {static_cast<std::uint8_t>(Opcode::kReadResponseOnly), 256}}) {
+    SCOPED_TRACE(std::to_string(opcode) + " with " + std::to_string(len) + " bytes");
+    const Bytes good = build(opcode, len);
+    Packet p;
+    ASSERT_EQ(parse_packet(good, p, IcrcCheck::kDeferReadPayload), ParseError::kOk);
+    ASSERT_TRUE(p.icrc.pending);
+    EXPECT_EQ(p.icrc.pad.size(), (4 - len % 4) % 4);
+    Bytes placed(len + 64, 0xEE);
+    EXPECT_TRUE(place_payload_checking_icrc(p, placed.data() + 32));
+    EXPECT_TRUE(deferred_icrc_holds(p));
+    EXPECT_TRUE(std::equal(p.payload.begin(), p.payload.end(), placed.begin() + 32));
+    EXPECT_EQ(placed[31], 0xEE);
+    EXPECT_EQ(placed[32 + len], 0xEE);
+
+    const std::size_t payload_off = kExt + 4;  // AETH on FIRST, LAST, ONLY; none on MIDDLE
+    const std::size_t off = opcode == static_cast<std::uint8_t>(Opcode::kReadResponseMiddle) ? kExt : payload_off;
+    std::vector<std::size_t> flips = {kBth + 5 /* destination QP */, kBth + 11 /* PSN */, kIp + 12 /* source IP */, off, off + len - 1,
+                                      good.size() - 1 /* ICRC */};
+    if (len % 4 != 0) flips.push_back(off + len);  // a pad byte
+    for (std::size_t at : flips) {
+      Bytes bad = good;
+      bad[at] ^= 0x10;
+      if (at >= kIp && at < kIp + 20) fix_ip_checksum(bad);
+      Packet q;
+      ASSERT_EQ(parse_packet(bad, q, IcrcCheck::kDeferReadPayload), ParseError::kOk) << "byte " << at;
+      ASSERT_TRUE(q.icrc.pending);
+      EXPECT_FALSE(deferred_icrc_holds(q)) << "byte " << at;
+      EXPECT_FALSE(place_payload_checking_icrc(q, placed.data() + 32)) << "byte " << at;
+      EXPECT_EQ(parse_packet(bad, q), ParseError::kBadIcrc) << "byte " << at;
+    }
+  }
+  // Checked at parse: READ responses under kDeferIcrcFrom bytes, anything
+  // that is not a READ response, and every packet under IcrcCheck::kNow.
+  for (const auto& [opcode, len] : std::vector<std::pair<std::uint8_t, std::size_t>>{
+           {first, 252}, {static_cast<std::uint8_t>(Opcode::kWriteOnly), 4096},
+           {static_cast<std::uint8_t>(Opcode::kSendOnly), 1024}, {static_cast<std::uint8_t>(Opcode::kAcknowledge), 0}}) {
+    Bytes f = build(opcode, len);
+    Packet p;
+    ASSERT_EQ(parse_packet(f, p, IcrcCheck::kDeferReadPayload), ParseError::kOk) << int(opcode);
+    EXPECT_FALSE(p.icrc.pending) << int(opcode);
+    f[f.size() - 1] ^= 0x10;
+    EXPECT_EQ(parse_packet(f, p, IcrcCheck::kDeferReadPayload), ParseError::kBadIcrc) << int(opcode);
+  }
+  Packet p;
+  ASSERT_EQ(parse_packet(build(first, 4096), p, IcrcCheck::kNow), ParseError::kOk);
+  EXPECT_FALSE(p.icrc.pending);
 }
 
 }  // namespace

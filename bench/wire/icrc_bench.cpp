@@ -102,6 +102,8 @@ void BM_FrameOut(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(payload_len));
 }
 BENCHMARK(BM_FrameOut)->ArgsProduct({{256, 512, 1024, 2048, 4096}, {0, 1}})->ArgNames({"payload", "open"});
+// Small payloads: the headers, payload and pad in one CRC (never open).
+BENCHMARK(BM_FrameOut)->Args({8, 0})->Args({64, 0})->ArgNames({"payload", "open"});
 
 void BM_ParseAck(benchmark::State& state) {
   Headers h = bench_headers(Opcode::kAcknowledge);

@@ -22,12 +22,16 @@
 //      # zlib cross-check: mask IP[1], IP[8], IP[10:12], UDP[6:8], BTH[4] to 0xFF;
 //      # struct.pack('<I', zlib.crc32(b'\xff'*8 + masked)) == frame[-4:]
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "wire/icrc.hpp"
 #include "wire/wire.hpp"
 
 namespace rma::roce {
@@ -223,6 +227,49 @@ TEST(IcrcReference, AgreesOnRandomFrames) {
     ASSERT_EQ(stored_icrc(f), ref_icrc(without_icrc(f))) << "opcode " << int(op) << " payload " << payload.size();
     ASSERT_EQ(compute_icrc(without_icrc(f)), stored_icrc(f));
   }
+}
+
+// The start of an ICRC, from the IPv4 header on, for any length (masks
+// only where the bytes exist): what detail::icrc_begin computes.
+std::uint32_t ref_icrc_begin(const std::uint8_t* ip, std::size_t len) {
+  Bytes v(8, 0xFF);
+  v.insert(v.end(), ip, ip + len);
+  for (std::size_t off : {1u, 8u, 10u, 11u, 26u, 27u, 32u}) {
+    if (off < len) v[8 + off] = 0xFF;
+  }
+  return ref_crc32(v);
+}
+
+// Up to 128 bytes (every ACK, READ request, atomic and small WRITE, and the
+// headers of every larger packet) are CRC'd in registers where the CPU
+// folds (AVX-512 with VPCLMULQDQ), with masked loads that reach back from
+// the message's end: every length across that limit, every alignment, and
+// messages that start right after and end right before an unmapped page.
+TEST(IcrcShort, EveryLengthAgreesWithTheReferenceAndReadsOnlyTheMessage) {
+  std::mt19937 rng(99);
+  Bytes buf(512);
+  for (std::size_t len = 1; len <= 200; ++len) {
+    for (int rep = 0; rep < 4; ++rep) {
+      for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
+      const std::size_t at = rng() % 64;
+      ASSERT_EQ(detail::icrc_begin(buf.data() + at, len), ref_icrc_begin(buf.data() + at, len))
+          << "length " << len << " at offset " << at;
+    }
+  }
+  const long page = ::sysconf(_SC_PAGESIZE);
+  auto* map = static_cast<std::uint8_t*>(
+      ::mmap(nullptr, static_cast<std::size_t>(3 * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(map, MAP_FAILED);
+  std::uint8_t* mid = map + page;
+  for (long i = 0; i < page; ++i) mid[i] = static_cast<std::uint8_t>(rng());
+  ASSERT_EQ(::mprotect(map, static_cast<std::size_t>(page), PROT_NONE), 0);
+  ASSERT_EQ(::mprotect(mid + page, static_cast<std::size_t>(page), PROT_NONE), 0);
+  for (std::size_t len = 1; len <= 160; ++len) {
+    ASSERT_EQ(detail::icrc_begin(mid, len), ref_icrc_begin(mid, len)) << "at a page's start, length " << len;
+    const std::uint8_t* end = mid + page - static_cast<long>(len);
+    ASSERT_EQ(detail::icrc_begin(end, len), ref_icrc_begin(end, len)) << "at a page's end, length " << len;
+  }
+  ::munmap(map, static_cast<std::size_t>(3 * page));
 }
 
 Bytes sample_frame() {

@@ -5,7 +5,8 @@
 // ICRC recomputed (where its lengths allow) so the fuzzer gets past the
 // CRC and exercises the transport checks. Whatever parses is rebuilt with
 // build_packet, and the rebuilt frame must parse to the same headers and
-// payload. ARP frames go through the request path (the answer) and the
+// payload; parsed again with a READ response's ICRC deferred, it must say
+// the same (check_deferred). ARP frames go through the request path (the answer) and the
 // reply path: the neighbour table (dpdk/rc/neighbour_table) must believe a
 // reply only when it answers a question asked and is addressed to the
 // asker, and never change its answer.
@@ -90,6 +91,28 @@ void check_arp_reply(std::span<const std::uint8_t> frame) {
   if (never_asked.size() != 0) fail("a reply created an entry");
 }
 
+// The ICRC left for the placing copy (IcrcCheck::kDeferReadPayload) says
+// what parsing with it checked says: a frame parses with it checked exactly
+// when it parses deferred and the deferred check (both ways) holds, with
+// the same headers and payload, and the placing copy writes the payload.
+void check_deferred(std::span<const std::uint8_t> frame, ParseError checked, const Packet& p) {
+  Packet d;
+  const ParseError e = parse_packet(frame, d, IcrcCheck::kDeferReadPayload);
+  if (!d.icrc.pending) {
+    if (e != checked) fail("deferred parse disagrees without deferring");
+    return;
+  }
+  if (e != ParseError::kOk) fail("a deferred parse failed yet left its ICRC pending");
+  std::vector<std::uint8_t> placed(d.payload.size());
+  const bool holds = deferred_icrc_holds(d);
+  if (place_payload_checking_icrc(d, placed.data()) != holds) fail("the placing copy's ICRC disagrees");
+  if (!placed.empty() && std::memcmp(placed.data(), d.payload.data(), placed.size()) != 0) fail("placed payload differs");
+  if (holds != (checked == ParseError::kOk)) fail("deferred ICRC disagrees with the parse that checks it");
+  if (!holds && checked != ParseError::kBadIcrc) fail("a deferred packet failed for something but its ICRC");
+  if (holds && (!same(p.h, d.h) || p.payload.data() != d.payload.data() || p.payload.size() != d.payload.size()))
+    fail("deferred parse decoded differently");
+}
+
 void check(std::span<const std::uint8_t> frame) {
   check_arp(frame);
   check_arp_reply(frame);
@@ -97,6 +120,7 @@ void check(std::span<const std::uint8_t> frame) {
   const ParseError e = parse_packet(frame, p);
   if (static_cast<int>(e) >= static_cast<int>(ParseError::kCount)) fail("error out of range");
   if (parse_error_name(e).empty()) fail("unnamed error");
+  check_deferred(frame, e, p);
   if (e != ParseError::kOk) return;
   if (p.payload.data() < frame.data() || p.payload.data() + p.payload.size() > frame.data() + frame.size())
     fail("payload outside the frame");

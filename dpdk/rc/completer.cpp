@@ -331,8 +331,8 @@ void RcQp::read_response_placed(std::uint32_t psn) noexcept {
 // takes it in one piece, checks the ICRC in the copy that places the
 // payload, and believes the packet only after: a corrupt packet has by then
 // written only into that READ's own local buffer, at the place the expected
-// response will write again (its contents are undefined until the READ
-// completes, IBA 9.4.3 / ibv_post_send(3)), and is dropped. Anything else
+// response will write again (a program reads a READ's buffer only after
+// its completion), and is dropped. Anything else
 // is checked first and then taken as any response.
 bool RcQp::on_unverified_read_response(const Packet& pkt) noexcept {
   std::uint8_t* dst = read_response_target(pkt);

@@ -351,7 +351,13 @@ bool RcQp::on_unverified_read_response(const Packet& pkt) noexcept {
 }
 
 std::uint8_t* RcQp::read_response_target(const Packet& pkt) noexcept {
-  if (state() != QpState::kRts || pkt.h.psn != comp_psn_ || !outstanding()) return nullptr;
+  // What on_response checks first: only PSNs we sent ([comp_psn_, sent_psn_));
+  // a READ has its PSNs before its request leaves (a full transmit ring, the
+  // next chunk of a long READ), so comp_psn_ alone is not enough.
+  if (state() != QpState::kRts || pkt.h.psn != comp_psn_ || psn_compare(pkt.h.psn, sent_psn_) >= 0 ||
+      !outstanding()) {
+    return nullptr;
+  }
   const SendWqe& w = sq(sq_comp_);
   if (w.opcode != VerbOp::kRdmaRead) return nullptr;
   std::uint64_t off = 0, want = 0;

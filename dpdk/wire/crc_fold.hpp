@@ -69,8 +69,10 @@ constexpr std::size_t kBlock = 256;  // what the copy folds at a time: four vect
   return ~static_cast<std::uint32_t>(_mm_extract_epi32(_mm_xor_si128(q, u), 1));
 }
 
-// Whether this CPU runs what is here. A function-local static: a static
-// initializer of another file may ask before this file's would have run.
+// Whether this CPU runs what is here, decided on the first call (a
+// function-local static, right whenever it is asked). The constants that
+// copy it at start-up read false until they are set: an early caller takes
+// the ISA-L path, slower but right.
 inline bool cpu_folds() noexcept {
   static const bool folds = [] {
     __builtin_cpu_init();

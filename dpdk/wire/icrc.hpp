@@ -30,7 +30,9 @@ bool copy_crc32_folds() noexcept;
 // `len`; an IPv4 header without options (IHL 5) is assumed.
 std::uint32_t icrc_begin(const std::uint8_t* ip, std::size_t len) noexcept;
 
-// The same for `len` bytes whose invariant fields are already ones.
+// The same for `len` bytes whose invariant fields are already ones. It may
+// set them again, so the bytes at those offsets must be header bytes (never
+// a payload's after a header shorter than IPv4 + UDP + BTH).
 std::uint32_t icrc_of_masked(const std::uint8_t* masked, std::size_t len) noexcept;
 
 // The whole ICRC of a packet built in pieces: `hdr_len` bytes of headers from

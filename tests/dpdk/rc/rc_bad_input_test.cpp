@@ -34,11 +34,18 @@ struct Frames : roce::FrameSink {
 
 class BadInput : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { open_device({}); }
+  // (Re)opens the device under test with `o`, and its PD, CQ, target and QP.
+  void open_device(const DeviceOptions& o) {
+    qp_.reset();
+    target_ = Buffer{};
+    cq_.reset();
+    pd_.reset();
+    dev_.reset();
     auto links = roce::make_fault_link_pair({});
     raw_ = links.a.get();
     raw_owner_ = std::move(links.a);
-    dev_ = open_softroce_device(std::move(links.b)).value();
+    dev_ = open_softroce_device(std::move(links.b), o).value();
     sdev_ = dynamic_cast<SoftRoceDevice*>(dev_.get());
     pd_ = dev_->alloc_pd().value();
     cq_ = dev_->create_cq(64).value();
@@ -453,6 +460,79 @@ TEST_F(BadInput, ReadResponseWithABadIcrcIsDroppedAndTheReadCompletesFromTheGood
   c = counters();
   EXPECT_EQ(c.icrc_errors - before.icrc_errors, 2u);
   EXPECT_EQ(c.rx_icrc_in_copy - before.rx_icrc_in_copy, roce::icrc_folds_in_copy() ? 2u : 0u);
+}
+
+// A corrupt READ response the engine drops before any QP sees it (unknown
+// QPN, a source that is not the peer, another partition) is still counted
+// as corrupt, as when parse checks the ICRC, though its check was deferred.
+TEST_F(BadInput, CorruptReadResponsesDroppedBeforeAQpAreCountedAsCorrupt) {
+  const std::uint32_t mtu = me_.mtu;
+  const auto corrupt = [](std::vector<std::uint8_t> f) {
+    f[roce::kOuterHeadersLen + roce::kBthLen + roce::kAethLen + 7] ^= 0x01;
+    return f;
+  };
+  const roce::rc::DeviceCounters before = counters();
+  // Unknown destination QP: the BTH's QPN bytes changed after the ICRC.
+  auto f = request_frame(roce::Opcode::kReadResponseOnly, me_.psn, 0, 0, 0, mtu, 0xE1);
+  f[roce::kOuterHeadersLen + 5] ^= 0x40;
+  EXPECT_TRUE(exchange(f).empty());
+  // Not the peer: built from another address, then a payload byte flipped.
+  const std::uint32_t peer = me_.ipv4;
+  me_.ipv4 = peer + 1;
+  EXPECT_TRUE(exchange(corrupt(request_frame(roce::Opcode::kReadResponseOnly, me_.psn, 0, 0, 0, mtu, 0xE2))).empty());
+  me_.ipv4 = peer;
+  // Another partition.
+  pkey_ = 0x8123;
+  EXPECT_TRUE(exchange(corrupt(request_frame(roce::Opcode::kReadResponseOnly, me_.psn, 0, 0, 0, mtu, 0xE3))).empty());
+  pkey_ = roce::kDefaultPkey;
+  const roce::rc::DeviceCounters c = counters();
+  EXPECT_EQ(c.icrc_errors - before.icrc_errors, 3u);
+  EXPECT_EQ(c.unknown_qpn, before.unknown_qpn);
+  EXPECT_EQ(c.wrong_peer, before.wrong_peer);
+  EXPECT_EQ(c.bad_pkey, before.bad_pkey);
+  EXPECT_TRUE(untouched(0, 4096));
+}
+
+// Regression (review of the deferred ICRC): a READ response, ICRC and all
+// valid, for PSNs whose READ request has not left yet (here the second
+// chunk of a READ split one packet per request, answered in the same burst
+// as the first) is a response to nothing we sent: dropped as a bad
+// response, as on_response drops it, not placed and completed.
+TEST_F(BadInput, ReadResponseForARequestNotYetSentIsABadResponse) {
+  DeviceOptions o;
+  o.max_read_request_packets = 1;
+  open_device(o);
+  const std::uint32_t mtu = me_.mtu;
+  const Sge local = target_.sge(0, 2 * mtu);
+  WorkRequest w = wr(Opcode::kRdmaRead, &local, 1, 0x10000, 0x1234, 8);
+  ASSERT_TRUE(qp_->post({&w, 1}).ok());
+  Completion wc[2];
+  EXPECT_EQ(cq_->poll({wc, 2}), 0);
+  answers_ = Frames{};
+  raw_->poll(answers_, 16);
+  ASSERT_EQ(answers_.got.size(), 1u) << "one READ request per chunk";
+  const std::uint32_t psn = answers_.got[0].h.psn;
+  const roce::rc::DeviceCounters before = counters();
+  // Both answers in one burst: the second arrives before the device has sent
+  // the request it answers.
+  const auto first = request_frame(roce::Opcode::kReadResponseOnly, psn, 0, 0, 0, mtu, 0xD1);
+  const auto second = request_frame(roce::Opcode::kReadResponseOnly, roce::psn_add(psn, 1), 0, 0, 0, mtu, 0xD2);
+  roce::TxFrame t[2] = {{first, {}, {}}, {second, {}, {}}};
+  ASSERT_EQ(raw_->transmit({t, 2}), 2u);
+  EXPECT_EQ(cq_->poll({wc, 2}), 0) << "the READ completed from a response to a request never sent";
+  EXPECT_EQ(counters().qp.bad_responses - before.qp.bad_responses, 1u);
+  EXPECT_EQ(target_.data[0], 0xD1);
+  EXPECT_TRUE(untouched(mtu, 4096)) << "a response to a request never sent was placed";
+  answers_ = Frames{};
+  raw_->poll(answers_, 16);
+  ASSERT_EQ(answers_.got.size(), 1u);
+  EXPECT_EQ(answers_.got[0].h.opcode, static_cast<std::uint8_t>(roce::Opcode::kReadRequest));
+  EXPECT_EQ(answers_.got[0].h.psn, roce::psn_add(psn, 1));
+  // The real answer to that request completes the READ.
+  EXPECT_TRUE(exchange(second, 1).empty());
+  EXPECT_EQ(last_wc_.status, WcStatus::kSuccess);
+  EXPECT_EQ(last_wc_.wr_id, 8u);
+  EXPECT_EQ(target_.data[mtu], 0xD2);
 }
 
 // Regression (issue 12, defect 4): the P_Key was never checked. A request

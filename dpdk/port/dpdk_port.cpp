@@ -7,6 +7,7 @@
 #include <rte_pause.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "port/memif_prefault.hpp"
 #include "port/mesh_port.hpp"
 #include "port/port.hpp"
+#include "rma/sdk/copy_bytes.hpp"
 #include "rma/sdk/log.hpp"
 
 namespace rma::roce {
@@ -73,6 +75,42 @@ void DpdkPort::mark_up() noexcept {
                 static_cast<long long>(us.count()));
 }
 
+namespace {
+
+// The attached payload is the program's registered memory: nothing to free.
+void keep_payload(void*, void*) {}
+
+// Chains head -> payload -> tail for a frame whose payload the driver
+// copies from where it lies (sends_attached). The payload mbuf's own data
+// room, unused while it carries the payload, holds the shared info DPDK
+// wants with an external buffer; freeing the mbuf detaches it (keep_payload)
+// and gives the room back.
+void chain_attached(const TxFrame& f, rte_mbuf* head, rte_mbuf* body, rte_mbuf* tail) noexcept {
+  copy_bytes(rte_pktmbuf_mtod(head, std::uint8_t*), f.head.data(), f.head.size());
+  head->data_len = static_cast<std::uint16_t>(f.head.size());
+
+  auto* shinfo = rte_pktmbuf_mtod(body, rte_mbuf_ext_shared_info*);
+  shinfo->free_cb = keep_payload;
+  shinfo->fcb_opaque = nullptr;
+  rte_mbuf_ext_refcnt_set(shinfo, 1);
+  // The drivers that take attached payloads only read it (dpdk_port.hpp).
+  void* payload = const_cast<std::uint8_t*>(f.payload.data());
+  rte_pktmbuf_attach_extbuf(body, payload, static_cast<rte_iova_t>(reinterpret_cast<std::uintptr_t>(payload)),
+                            static_cast<std::uint16_t>(f.payload.size()), shinfo);
+  body->data_len = static_cast<std::uint16_t>(f.payload.size());
+
+  write_tx_tail(f, rte_pktmbuf_mtod(tail, std::uint8_t*));
+  tail->data_len = static_cast<std::uint16_t>(f.tail.size());
+
+  head->next = body;
+  body->next = tail;
+  tail->next = nullptr;
+  head->nb_segs = 3;
+  head->pkt_len = static_cast<std::uint32_t>(f.size());
+}
+
+}  // namespace
+
 std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
   const GateHold gate(gated_);
   if (!gate.held()) return 0;  // memif handlers running: offer again later
@@ -85,14 +123,28 @@ std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
   std::size_t done = 0;
   while (done < frames.size()) {
     const std::size_t chunk = std::min(kBurst, frames.size() - done);
+    std::size_t attached = 0;
+    if (attaches_payload_) {
+      for (std::size_t i = 0; i < chunk; ++i) attached += sends_attached(frames[done + i]) ? 1 : 0;
+    }
     if (rte_pktmbuf_alloc_bulk(pool_->mp, mbufs_.data(), static_cast<unsigned>(chunk)) != 0) {
       ++c_.tx_no_mbuf;
       c_.link.tx_dropped += frames.size() - done;
       return done;
     }
+    if (attached != 0 && rte_pktmbuf_alloc_bulk(pool_->mp, segs_.data(), static_cast<unsigned>(2 * attached)) != 0) {
+      rte_pktmbuf_free_bulk(mbufs_.data(), static_cast<unsigned>(chunk));
+      ++c_.tx_no_mbuf;
+      c_.link.tx_dropped += frames.size() - done;
+      return done;
+    }
     mbufs_arrive(mbufs_.data(), static_cast<std::uint16_t>(chunk));
+    mbufs_arrive(segs_.data(), static_cast<std::uint16_t>(2 * attached));
     std::size_t built = 0;
+    std::size_t seg = 0;
     std::uint64_t bytes[kBurst];
+    static_assert(kBurst <= 32);
+    std::uint32_t attached_at = 0;  // bit b: built frame b is a chain
     for (std::size_t i = 0; i < chunk; ++i) {
       const TxFrame& f = frames[done + i];
       const std::size_t len = f.size();
@@ -102,20 +154,32 @@ std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
         continue;
       }
       rte_mbuf* m = mbufs_[built];
-      auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
-      (void)write_tx_frame(f, p);
-      m->data_len = static_cast<std::uint16_t>(len);
-      m->pkt_len = static_cast<std::uint32_t>(len);
+      if (attaches_payload_ && sends_attached(f)) {
+        chain_attached(f, m, segs_[seg], segs_[seg + 1]);
+        seg += 2;
+        attached_at |= 1u << built;
+      } else {
+        auto* p = rte_pktmbuf_mtod(m, std::uint8_t*);
+        (void)write_tx_frame(f, p);
+        m->data_len = static_cast<std::uint16_t>(len);
+        m->pkt_len = static_cast<std::uint32_t>(len);
+      }
       index_[built] = static_cast<std::uint16_t>(i);
       bytes[built] = len;
       ++built;
     }
     if (built < chunk) rte_pktmbuf_free_bulk(mbufs_.data() + built, static_cast<unsigned>(chunk - built));
     mbufs_leave(mbufs_.data(), static_cast<std::uint16_t>(built));
+    mbufs_leave(segs_.data(), static_cast<std::uint16_t>(seg));
     const std::uint16_t sent = built == 0 ? 0 : rte_eth_tx_burst(port_id_, 0, mbufs_.data(), static_cast<std::uint16_t>(built));
     for (std::uint16_t i = 0; i < sent; ++i) c_.link.tx_bytes += bytes[i];
     c_.link.tx_frames += sent;
+    if (attached_at != 0) {
+      const std::uint32_t sent_mask = sent >= 32 ? ~0u : (1u << sent) - 1;
+      c_.tx_payload_attached += static_cast<std::uint64_t>(std::popcount(attached_at & sent_mask));
+    }
     if (sent < built) {
+      // Frees each unsent frame's whole chain (and detaches its payload).
       rte_pktmbuf_free_bulk(mbufs_.data() + sent, static_cast<unsigned>(built - sent));
       const std::size_t taken = done + index_[sent];  // frames before the first unsent one
       c_.link.tx_dropped += frames.size() - taken;

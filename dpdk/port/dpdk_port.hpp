@@ -26,11 +26,20 @@
 #include "port/port_link.hpp"
 #include "port/spec.hpp"
 #include "port/unicast_filter.hpp"
+#include "wire/wire.hpp"  // kIcrcLen
 
 namespace rma::roce::port {
 
 constexpr std::uint16_t kDesc = 1024;  // rx/tx descriptors asked for
 constexpr std::size_t kBurst = 32;
+
+// From how many payload bytes a frame goes to a driver that copies it
+// (attaches_payload) as three chained mbufs, its payload attached where it
+// lies in registered memory: the driver's copy is then the only one, where
+// a frame written into one mbuf is copied twice. Below it the two extra
+// mbufs and the driver's per-segment copies cost more than the copy saved
+// (measured: bench/README.md, "Issue 15").
+constexpr std::size_t kAttachPayloadFrom = 1024;
 
 class DpdkPort final : public PortLink {
  public:
@@ -45,6 +54,14 @@ class DpdkPort final : public PortLink {
     // store, memif's a ring update).
     info_.transmit_enters_kernel = spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp ||
                                    spec_.kind == PortKind::kTap;
+    // Drivers whose tx_burst copies every mbuf it takes and frees it before
+    // returning (memif without zero-copy, which we never ask for; af_packet
+    // into its TPACKET ring; ../shared/reference/dpdk.md section 4): an
+    // attached payload is read only inside transmit(). Not ring (the peer
+    // gets the mbuf itself, so the payload would be read after the sender's
+    // memory may be gone), nor af_xdp (its zero-copy transmit ignores an
+    // attached buffer), nor tap (not measured), nor a PCI NIC (DMA later).
+    attaches_payload_ = spec_.kind == PortKind::kMemif || spec_.kind == PortKind::kAfPacket;
     open_link_count().fetch_add(1);
   }
   ~DpdkPort() override {
@@ -72,6 +89,11 @@ class DpdkPort final : public PortLink {
   Status create_device();
   Status configure();
   bool usable() noexcept;
+  // Whether frame `f` goes as head, attached payload and tail mbufs.
+  bool sends_attached(const TxFrame& f) const noexcept {
+    return attaches_payload_ && f.payload.size() >= kAttachPayloadFrom && f.tail.size() >= kIcrcLen &&
+           f.size() <= info_.max_frame;
+  }
   // The link is up: kUp, and memif's regions prefaulted (memif_prefault.hpp).
   void mark_up() noexcept;
   bool send_control(std::uint8_t type, std::chrono::milliseconds budget) noexcept;
@@ -123,7 +145,9 @@ class DpdkPort final : public PortLink {
   UnicastFilter unicast_;  // af_packet/af_xdp with mac=: the interface accepts our MAC
 
   std::vector<std::uint8_t> scratch_;
+  bool attaches_payload_ = false;
   std::array<rte_mbuf*, kBurst> mbufs_{};
+  std::array<rte_mbuf*, 2 * kBurst> segs_{};  // payload and tail mbufs of attached frames
   std::array<std::uint16_t, kBurst> index_{};
 };
 

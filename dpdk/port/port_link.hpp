@@ -28,6 +28,7 @@ struct PortCounters {
   std::uint64_t rx_oversize = 0;     // received frames larger than the scratch buffer: dropped
   std::uint64_t rx_discarded = 0;    // data frames that arrived while closing: dropped
   std::uint64_t tx_control = 0, rx_control = 0;  // FIN / FIN-ACK frames
+  std::uint64_t tx_payload_attached = 0;  // frames whose payload the driver copied from where it lay
 };
 
 class PortLink : public Link {

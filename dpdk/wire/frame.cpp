@@ -31,6 +31,22 @@ std::size_t write_tx_frame(const TxFrame& f, std::uint8_t* dst) noexcept {
   return f.size();
 }
 
+void write_tx_tail(const TxFrame& f, std::uint8_t* dst) noexcept {
+  if (f.tail.empty()) return;
+  if (!f.icrc_open || f.tail.size() < kIcrcLen) {
+    copy_bytes(dst, f.tail.data(), f.tail.size());
+    return;
+  }
+  std::uint32_t crc = f.icrc_partial;
+  if (!f.payload.empty()) crc = detail::crc32_update(crc, f.payload.data(), f.payload.size());
+  const std::size_t pad = f.tail.size() - kIcrcLen;
+  if (pad != 0) {
+    copy_bytes(dst, f.tail.data(), pad);
+    crc = detail::crc32_update(crc, dst, pad);
+  }
+  detail::store_le32(dst + pad, crc);
+}
+
 bool icrc_folds_in_copy() noexcept { return detail::copy_crc32_folds(); }
 
 }  // namespace rma::roce

@@ -36,6 +36,12 @@ struct TxFrame {
 // f.size() bytes), completing an open ICRC; returns f.size().
 std::size_t write_tx_frame(const TxFrame& f, std::uint8_t* dst) noexcept;
 
+// Writes only the frame's tail at `dst` (room for f.tail.size() bytes),
+// completing an open ICRC over the payload where it lies: for a Link that
+// sends the payload from where it is (a port whose driver copies it out of
+// registered memory), so the payload is read by the CRC but not copied here.
+void write_tx_tail(const TxFrame& f, std::uint8_t* dst) noexcept;
+
 // From how many payload bytes a frame is cheaper to send with its ICRC
 // open, where write_tx_frame folds the CRC into its copy
 // (icrc_folds_in_copy(): AVX-512 with VPCLMULQDQ): one block of the fold.

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "port/port.hpp"
@@ -121,7 +122,7 @@ std::vector<std::size_t> parse_sizes(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::string spec, mode = "echo", netns, sizes = "64,1082,4154", socket;
-  int rounds = 3, timeout_ms = 20000;
+  int rounds = 3, timeout_ms = 20000, hold_ms = 0;
   std::size_t size = 1082;
   std::uint64_t count = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -135,6 +136,7 @@ int main(int argc, char** argv) {
     else if (k == "--size") size = std::stoul(v);
     else if (k == "--count") count = std::stoull(v);
     else if (k == "--timeout-ms") timeout_ms = std::stoi(v);
+    else if (k == "--hold-ms") hold_ms = std::stoi(v);  // count: wait this long before polling
     else {
       std::fprintf(stderr, "peer: unknown argument %s\n", k.c_str());
       return 2;
@@ -211,6 +213,7 @@ int main(int argc, char** argv) {
       }
     } check;
     check.want = make_frame(size, 9);
+    if (hold_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
     while (!g_stop && Clock::now() < end && (pl->state() == port::PortState::kUp || pl->state() == port::PortState::kWaiting)) {
       link->poll(check, 64);
     }

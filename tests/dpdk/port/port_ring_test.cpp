@@ -131,6 +131,9 @@ TEST(PortRing, FullRingReportsNotTaken) {
   while (std::size_t n = p.b->poll(s, 256)) got += n;
   EXPECT_EQ(got, taken);
   EXPECT_EQ(p.a->transmit(std::span<const TxFrame>(tx.data(), 10)), 10u);  // room again
+  // A ring hands the receiver the mbuf itself, read after transmit returns:
+  // a payload is never attached there, only copied.
+  EXPECT_EQ(as_port(p.a)->port_counters().tx_payload_attached, 0u);
 }
 
 TEST(PortRing, OversizeFrameIsTakenAndDropped) {

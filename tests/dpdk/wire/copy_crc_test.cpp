@@ -116,6 +116,18 @@ TEST(WriteTxFrame, AnOpenIcrcIsCompletedToTheFrameBuiltWhole) {
       const TxFrame open{{head_open.data(), hl}, payload, {tail_open.data(), tl}, true, partial};
       const Bytes a = written(whole), b = written(open);
       ASSERT_EQ(a, b) << "opcode " << int(op) << " payload " << size;
+      // The tail alone, for a payload a driver copies from where it lies:
+      // the same bytes as the frame's last ones, open ICRC or whole, and
+      // nothing written past them.
+      for (const TxFrame* tf : {&whole, &open}) {
+        Bytes tail(tl + 8, 0xEE);
+        write_tx_tail(*tf, tail.data());
+        EXPECT_TRUE(std::equal(tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(tl),
+                               b.end() - static_cast<std::ptrdiff_t>(tl)))
+            << "opcode " << int(op) << " payload " << size << (tf == &open ? " open" : " whole");
+        EXPECT_TRUE(std::all_of(tail.begin() + static_cast<std::ptrdiff_t>(tl), tail.end(),
+                                [](std::uint8_t x) { return x == 0xEE; }));
+      }
       Packet p;
       ASSERT_EQ(parse_packet(b, p), ParseError::kOk) << "opcode " << int(op) << " payload " << size;
       ++compared;

@@ -86,7 +86,7 @@ void keep_payload(void*, void*) {}
 // wants with an external buffer; freeing the mbuf detaches it (keep_payload)
 // and gives the room back.
 void chain_attached(const TxFrame& f, rte_mbuf* head, rte_mbuf* body, rte_mbuf* tail) noexcept {
-  copy_bytes(rte_pktmbuf_mtod(head, std::uint8_t*), f.head.data(), f.head.size());
+  if (!f.head.empty()) copy_bytes(rte_pktmbuf_mtod(head, std::uint8_t*), f.head.data(), f.head.size());
   head->data_len = static_cast<std::uint16_t>(f.head.size());
 
   auto* shinfo = rte_pktmbuf_mtod(body, rte_mbuf_ext_shared_info*);
@@ -132,11 +132,9 @@ std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
       c_.link.tx_dropped += frames.size() - done;
       return done;
     }
+    // Without mbufs for the chains the frames still go, copied whole.
     if (attached != 0 && rte_pktmbuf_alloc_bulk(pool_->mp, segs_.data(), static_cast<unsigned>(2 * attached)) != 0) {
-      rte_pktmbuf_free_bulk(mbufs_.data(), static_cast<unsigned>(chunk));
-      ++c_.tx_no_mbuf;
-      c_.link.tx_dropped += frames.size() - done;
-      return done;
+      attached = 0;
     }
     mbufs_arrive(mbufs_.data(), static_cast<std::uint16_t>(chunk));
     mbufs_arrive(segs_.data(), static_cast<std::uint16_t>(2 * attached));
@@ -154,7 +152,7 @@ std::size_t DpdkPort::transmit(std::span<const TxFrame> frames) noexcept {
         continue;
       }
       rte_mbuf* m = mbufs_[built];
-      if (attaches_payload_ && sends_attached(f)) {
+      if (attached != 0 && sends_attached(f)) {
         chain_attached(f, m, segs_[seg], segs_[seg + 1]);
         seg += 2;
         attached_at |= 1u << built;

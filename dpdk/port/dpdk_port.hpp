@@ -36,16 +36,18 @@ constexpr std::size_t kBurst = 32;
 // From how many payload bytes a frame goes to a driver that copies it
 // (attaches_payload) as three chained mbufs, its payload attached where it
 // lies in registered memory: the driver's copy is then the only one, where
-// a frame written into one mbuf is copied twice. Below it the two extra
-// mbufs and the driver's per-segment copies cost more than the copy saved
-// (measured: bench/README.md, "Issue 15").
+// a frame written into one mbuf is copied twice. Below it the copy saved
+// shrinks while the two extra mbufs and the driver's per-segment copies
+// cost the same (measured at 512 B - 4 KiB: bench/README.md, "Issue 15").
 constexpr std::size_t kAttachPayloadFrom = 1024;
 
 class DpdkPort final : public PortLink {
  public:
   explicit DpdkPort(PortSpec spec) : spec_(std::move(spec)) {
     info_.name = spec_.canonical();
-    info_.completes_icrc = true;  // transmit writes every frame into its mbuf with write_tx_frame
+    // transmit writes every frame into its mbuf with write_tx_frame, or its
+    // tail with write_tx_tail when the payload goes attached
+    info_.completes_icrc = true;
     info_.ipv4 = spec_.ipv4;
     // A kernel interface is a segment shared with others: peers by ARP.
     info_.neighbours_by_arp = spec_.kind == PortKind::kAfPacket || spec_.kind == PortKind::kAfXdp ||

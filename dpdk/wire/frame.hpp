@@ -20,9 +20,10 @@ using MacAddress = std::array<std::uint8_t, 6>;
 // the frame out: `tail` ends in four placeholder bytes, `icrc_partial` is
 // the CRC of the masked headers (PacketTemplate::build), and write_tx_frame
 // continues it over payload and pad while it copies them, so a large
-// payload is read once instead of twice. Only a Link whose
-// LinkInfo::completes_icrc says it writes frames out with write_tx_frame is
-// given open frames.
+// payload is read once instead of twice (or write_tx_tail completes it for
+// a Link that hands the payload to a driver that copies it). Only a Link
+// whose LinkInfo::completes_icrc says it writes frames out with one of the
+// two is given open frames.
 struct TxFrame {
   std::span<const std::uint8_t> head;
   std::span<const std::uint8_t> payload;

@@ -123,6 +123,7 @@ std::vector<std::size_t> parse_sizes(const std::string& s) {
 int main(int argc, char** argv) {
   std::string spec, mode = "echo", netns, sizes = "64,1082,4154", socket;
   int rounds = 3, timeout_ms = 20000, hold_ms = 0;
+  std::uint64_t expect_attached = 0;
   std::size_t size = 1082;
   std::uint64_t count = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
     else if (k == "--count") count = std::stoull(v);
     else if (k == "--timeout-ms") timeout_ms = std::stoi(v);
     else if (k == "--hold-ms") hold_ms = std::stoi(v);  // count: wait this long before polling
+    else if (k == "--expect-attached") expect_attached = std::stoull(v);  // fail with fewer frames sent attached
     else {
       std::fprintf(stderr, "peer: unknown argument %s\n", k.c_str());
       return 2;
@@ -237,6 +239,12 @@ int main(int argc, char** argv) {
   rma::Status st = pl->close();
   if (!st.ok()) std::fprintf(stderr, "peer: close: %s\n", st.to_string().c_str());
   auto c = pl->port_counters();
+  if (c.tx_payload_attached < expect_attached) {
+    std::fprintf(stderr, "peer: %llu frames sent with their payload attached, expected at least %llu\n",
+                 static_cast<unsigned long long>(c.tx_payload_attached),
+                 static_cast<unsigned long long>(expect_attached));
+    rc = 1;
+  }
   std::printf("tx %llu rx %llu ctl tx %llu rx %llu\n", static_cast<unsigned long long>(c.link.tx_frames),
               static_cast<unsigned long long>(c.link.rx_frames), static_cast<unsigned long long>(c.tx_control),
               static_cast<unsigned long long>(c.rx_control));

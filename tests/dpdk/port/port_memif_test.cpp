@@ -251,6 +251,32 @@ TEST(PortMemif, PeerKilledMidStreamClientSurvives) {
   for (int i = 0; i < 3 && !::testing::Test::HasFailure(); ++i) peer_killed_mid_stream(false);
 }
 
+// A peer that counts `frames` intact 4154-byte frames (make_frame seq 9)
+// until our FIN, after not polling for `hold_ms`.
+std::vector<std::string> counting_peer_args(const std::string& sock, std::uint64_t frames, int hold_ms) {
+  auto args = peer_args("memif:client:" + sock, "count");
+  args.insert(args.end(), {"--size", "4154", "--count", std::to_string(frames)});
+  if (hold_ms > 0) args.insert(args.end(), {"--hold-ms", std::to_string(hold_ms)});
+  return args;
+}
+
+// Offers those frames in bursts of 32 until `frames` are taken or the
+// deadline; returns how many were taken, and counts the bursts the link
+// took only part of (or none) in `refused`.
+std::uint64_t stream_jumbo_frames(Link& link, std::uint64_t frames, Clock::time_point deadline,
+                                  std::uint64_t& refused) {
+  auto f = make_frame(4154, 9);
+  std::vector<TxFrame> batch(32, as_tx(f));
+  std::uint64_t sent = 0;
+  while (sent < frames && Clock::now() < deadline) {
+    const std::size_t want = std::min<std::uint64_t>(32, frames - sent);
+    const std::size_t n = link.transmit(std::span<const TxFrame>(batch.data(), want));
+    if (n < want) ++refused;
+    sent += n;
+  }
+  return sent;
+}
+
 // Stream jumbo frames as fast as the ring takes them (the ring fills, so
 // transmit reports "not taken" and we offer again): every frame arrives whole.
 // Guards against memif 22.11 splitting frames chained over descriptors.
@@ -258,20 +284,12 @@ TEST(PortMemif, JumboStreamArrivesWhole) {
   const std::string sock = socket_name();
   ChildGuard child;
   constexpr std::uint64_t kFrames = 20000;
-  auto args = peer_args("memif:client:" + sock, "count");
-  args.insert(args.end(), {"--size", "4154", "--count", std::to_string(kFrames)});
-  child.pid = spawn(args);
+  child.pid = spawn(counting_peer_args(sock, kFrames, 0));
   ASSERT_GT(child.pid, 0);
   Opened s = open_server(sock);
   ASSERT_TRUE(s.link);
-  auto f = make_frame(4154, 9);
-  std::vector<TxFrame> batch(32, as_tx(f));
-  std::uint64_t sent = 0;
-  const auto end = Clock::now() + 20s;
-  while (sent < kFrames && Clock::now() < end) {
-    sent += s.link->transmit(std::span<const TxFrame>(batch.data(), std::min<std::uint64_t>(32, kFrames - sent)));
-  }
-  ASSERT_EQ(sent, kFrames);
+  std::uint64_t refused = 0;
+  ASSERT_EQ(stream_jumbo_frames(*s.link, kFrames, Clock::now() + 20s, refused), kFrames);
   // Every frame's payload went to memif attached where it lay (its copy
   // into the ring the only one), counted once when memif took it; a chain
   // memif did not take is freed and offered again.
@@ -295,23 +313,12 @@ TEST(PortMemif, ChainsAFullRingRefusesAreFreed) {
   const std::string sock = socket_name();
   ChildGuard child;
   constexpr std::uint64_t kFrames = 4000;
-  auto args = peer_args("memif:client:" + sock, "count");
-  args.insert(args.end(), {"--size", "4154", "--count", std::to_string(kFrames), "--hold-ms", "1500"});
-  child.pid = spawn(args);
+  child.pid = spawn(counting_peer_args(sock, kFrames, 1500));
   ASSERT_GT(child.pid, 0);
   Opened s = open_server(sock);
   ASSERT_TRUE(s.link);
-  auto f = make_frame(4154, 9);
-  std::vector<TxFrame> batch(32, as_tx(f));
-  std::uint64_t sent = 0, refused = 0;
-  const auto end = Clock::now() + 30s;
-  while (sent < kFrames && Clock::now() < end) {
-    const std::size_t want = std::min<std::uint64_t>(32, kFrames - sent);
-    const std::size_t n = s.link->transmit(std::span<const TxFrame>(batch.data(), want));
-    if (n < want) ++refused;
-    sent += n;
-  }
-  ASSERT_EQ(sent, kFrames);
+  std::uint64_t refused = 0;
+  ASSERT_EQ(stream_jumbo_frames(*s.link, kFrames, Clock::now() + 30s, refused), kFrames);
   EXPECT_GT(refused, 100u) << "the ring never filled: the refused-chain path was not exercised";
   const PortCounters pc = s.port->port_counters();
   EXPECT_EQ(pc.tx_no_mbuf, 0u) << "refused chains leaked mbufs";

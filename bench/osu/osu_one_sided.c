@@ -4,8 +4,11 @@
  * with -DOSU_WITH_MPI, against an MPI library (mpicc), so both run exactly
  * the same loop.
  *
- *   osu_one_sided <test> [max_bytes]
+ *   osu_one_sided <test> [max_bytes] [iterations]
  *   test: put_latency | get_latency | put_bw | put_rate | acc_latency | fop_latency | cas_latency
+ *   iterations: per size up to 8 KiB (default 2000; a tenth above, and a
+ *   tenth of either as warm-up). At 20 ns an operation, 2000 of them are
+ *   40 us of clock: a timer tick in that window moves the mean by half.
  *
  * Two ranks. Rank 0 is the origin, rank 1 the target. Every test uses a
  * window from win_allocate and a passive-target epoch (lock shared on rank
@@ -16,12 +19,13 @@
  * millions of puts per second. Sizes are powers of 4 from 1 byte.
  * fop and cas use one 8-byte integer (SUM / compare-and-swap), acc an
  * int SUM on size/4 ints (sizes from 4 bytes). */
-#define _POSIX_C_SOURCE 199309L
+#define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef OSU_WITH_MPI
 #include <mpi.h>
@@ -98,8 +102,9 @@ static double now_us(void) {
     }                                                                      \
   } while (0)
 
-static int iterations(size_t size) { return size > 8192 ? 200 : 2000; }
-static int warmup(size_t size) { return size > 8192 ? 20 : 200; }
+static int g_iterations = 2000;  /* per size up to 8 KiB; argv[3] */
+static int iterations(size_t size) { return size > 8192 ? g_iterations / 10 : g_iterations; }
+static int warmup(size_t size) { return iterations(size) / 10; }
 static int is_window_test(const char* test) { return strcmp(test, "put_bw") == 0 || strcmp(test, "put_rate") == 0; }
 
 /* One measurement: mean microseconds per iteration on rank 0. */
@@ -142,24 +147,41 @@ int main(int argc, char** argv) {
   CHECK(x_comm_size(X_COMM_WORLD, &size));
   const char* test = argc > 1 ? argv[1] : "";
   const size_t max_bytes = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : (size_t)1 << 20;
+  const long iters_arg = argc > 3 ? strtol(argv[3], NULL, 10) : 2000;
   const int sized = strcmp(test, "put_latency") == 0 || strcmp(test, "get_latency") == 0 ||
                     strcmp(test, "put_bw") == 0 || strcmp(test, "acc_latency") == 0;
   const int rate = strcmp(test, "put_rate") == 0;
-  if (size != 2 || (!sized && !rate && strcmp(test, "fop_latency") != 0 && strcmp(test, "cas_latency") != 0)) {
+  if (size != 2 || (!sized && !rate && strcmp(test, "fop_latency") != 0 && strcmp(test, "cas_latency") != 0) ||
+      iters_arg < 10 || iters_arg > 100000000) {
     if (rank == 0) {
-      fprintf(stderr, "usage: (2 ranks) %s put_latency|get_latency|put_bw|put_rate|acc_latency|fop_latency|cas_latency [max_bytes]\n",
+      fprintf(stderr,
+              "usage: (2 ranks) %s put_latency|get_latency|put_bw|put_rate|acc_latency|fop_latency|cas_latency "
+              "[max_bytes] [iterations: 10..100000000, default 2000]\n",
               argv[0]);
     }
     x_finalize();
     return 2;
   }
+  g_iterations = (int)iters_arg;
   const size_t win_bytes = sized ? max_bytes * (is_window_test(test) ? WINDOW : 1) : rate ? 8 * WINDOW : 8;
   char* base = NULL;
   X_Win win;
   CHECK(x_win_allocate((X_Aint)win_bytes, 1, X_INFO_NULL, X_COMM_WORLD, &base, &win));
   memset(base, 0, win_bytes);
-  char* origin = malloc(win_bytes);
-  char* result = malloc(win_bytes);
+  /* Page-aligned, as OSU allocates its buffers: where a malloc'd buffer
+   * lands modulo 4 KiB differs between two builds of this file (each heap
+   * is laid out by its own libraries), and a copy whose destination lies
+   * just past its source modulo 4 KiB runs several times slower on these
+   * CPUs (rmaapi/window/direct_copy.hpp), so malloc measured where each
+   * build's heap happened to put the buffer. */
+  char* origin = NULL;
+  char* result = NULL;
+  const long page = sysconf(_SC_PAGESIZE);
+  if (posix_memalign((void**)&origin, (size_t)page, win_bytes) != 0 ||
+      posix_memalign((void**)&result, (size_t)page, win_bytes) != 0) {
+    fprintf(stderr, "osu_one_sided: cannot allocate 2 x %zu bytes\n", win_bytes);
+    exit(1);
+  }
   memset(origin, 1, win_bytes);
   CHECK(x_barrier(X_COMM_WORLD));
   if (rank == 0) {

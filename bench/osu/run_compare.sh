@@ -10,8 +10,14 @@
 # takes the direct (load/store) path; RMA_OSU_PROVIDER=softroce (or shm)
 # forces one provider instead (the endpoints' path). Open MPI runs its
 # shared-memory one-sided component (OSU_MPI_OSC, default sm: --mca osc sm).
-# OSU_TESTS="put_latency fop_latency" runs only those. Needs openmpi-bin /
-# libopenmpi-dev (mpicc.openmpi, mpirun.openmpi).
+# OSU_TESTS="put_latency fop_latency" runs only those. OSU_ITERS (default
+# 20000) iterations per size up to 8 KiB, a tenth above: the loops' own
+# default of 2000 is 40 us of clock at 20 ns an operation, where one timer
+# tick moves a mean by half. OSU_PIN=1 (default) pins rank R of either
+# library to CPU R with taskset (Open MPI's own binding off, so both jobs
+# are placed alike; rmarun does not bind); OSU_PIN=0 leaves placement to
+# each launcher. Needs openmpi-bin / libopenmpi-dev (mpicc.openmpi,
+# mpirun.openmpi).
 set -euo pipefail
 BUILD=${1:-build/release}
 MAX=${2:-1048576}
@@ -32,13 +38,22 @@ if [ -n "${RMA_OSU_PROVIDER:-}" ]; then
   label="librma ($RMA_OSU_PROVIDER)"
 fi
 osc=${OSU_MPI_OSC:-sm}
+iters=${OSU_ITERS:-20000}
+case "$iters" in ''|*[!0-9]*) echo "run_compare.sh: OSU_ITERS must be a number ('$iters')" >&2; exit 2 ;; esac
+# Rank R on CPU R: each launcher's local rank variable names R.
+rma_pin=() mpi_pin=() mpi_bind=()
+if [ "${OSU_PIN:-1}" = 1 ]; then
+  rma_pin=(sh -c 'exec taskset -c "$RMA_LOCAL_RANK" "$0" "$@"')
+  mpi_pin=(sh -c 'exec taskset -c "$OMPI_COMM_WORLD_LOCAL_RANK" "$0" "$@"')
+  mpi_bind=(--bind-to none)
+fi
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-echo "load average before: $(cat /proc/loadavg)"
+echo "load average before: $(cat /proc/loadavg); $iters iterations per size up to 8 KiB; pinned: ${OSU_PIN:-1}"
 for t in ${OSU_TESTS:-put_latency get_latency put_bw put_rate acc_latency fop_latency cas_latency}; do
   for r in $(seq "$ROUNDS"); do
-    "${rma_env[@]}" "$RMARUN" -n 2 "$OSU" "$t" "$MAX" | grep -v '^#' > "$TMP/rma.$r"
-    mpirun.openmpi --allow-run-as-root --oversubscribe --mca osc "$osc" -np 2 "$TMP/osu_mpi" "$t" "$MAX" \
-      2>/dev/null | grep -v '^#' > "$TMP/mpi.$r" || true
+    "${rma_env[@]}" "$RMARUN" -n 2 "${rma_pin[@]}" "$OSU" "$t" "$MAX" "$iters" | grep -v '^#' > "$TMP/rma.$r"
+    mpirun.openmpi --allow-run-as-root --oversubscribe "${mpi_bind[@]}" --mca osc "$osc" -np 2 \
+      "${mpi_pin[@]}" "$TMP/osu_mpi" "$t" "$MAX" "$iters" 2>/dev/null | grep -v '^#' > "$TMP/mpi.$r" || true
   done
   unit="latency us, lower is better"
   [ "$t" = put_bw ] && unit="MB/s, higher is better"

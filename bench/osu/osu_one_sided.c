@@ -8,7 +8,7 @@
  *   test: put_latency | get_latency | put_bw | put_rate | acc_latency | fop_latency | cas_latency
  *   iterations: per size up to 8 KiB (default 2000; a tenth above, and a
  *   tenth of either as warm-up). At 20 ns an operation, 2000 of them are
- *   40 us of clock: a timer tick in that window moves the mean by half.
+ *   40 us of clock, where one timer tick can move the mean by half.
  *
  * Two ranks. Rank 0 is the origin, rank 1 the target. Every test uses a
  * window from win_allocate and a passive-target epoch (lock shared on rank

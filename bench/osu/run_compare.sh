@@ -13,7 +13,7 @@
 # OSU_TESTS="put_latency fop_latency" runs only those. OSU_ITERS (default
 # 20000) iterations per size up to 8 KiB, a tenth above: the loops' own
 # default of 2000 is 40 us of clock at 20 ns an operation, where one timer
-# tick moves a mean by half. OSU_PIN=1 (default) pins rank R of either
+# tick can move a mean by half. OSU_PIN=1 (default) pins rank R of either
 # library to CPU R with taskset (Open MPI's own binding off, so both jobs
 # are placed alike; rmarun does not bind); OSU_PIN=0 leaves placement to
 # each launcher. Needs openmpi-bin / libopenmpi-dev (mpicc.openmpi,

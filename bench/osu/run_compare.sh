@@ -42,6 +42,7 @@ iters=${OSU_ITERS:-20000}
 case "$iters" in ''|*[!0-9]*) echo "run_compare.sh: OSU_ITERS must be a number ('$iters')" >&2; exit 2 ;; esac
 # Rank R on CPU R: each launcher's local rank variable names R.
 rma_pin=() mpi_pin=() mpi_bind=()
+case "${OSU_PIN:-1}" in 0|1) ;; *) echo "run_compare.sh: OSU_PIN must be 0 or 1 ('$OSU_PIN')" >&2; exit 2 ;; esac
 if [ "${OSU_PIN:-1}" = 1 ]; then
   rma_pin=(sh -c 'exec taskset -c "$RMA_LOCAL_RANK" "$0" "$@"')
   mpi_pin=(sh -c 'exec taskset -c "$OMPI_COMM_WORLD_LOCAL_RANK" "$0" "$@"')

@@ -16,8 +16,10 @@
 #   rma_read_lat   ~ ucp_get -O 1 (median us: one READ at a time against UCX's
 #                                   median time per get with one in flight)
 #   rma_atomic_lat ~ ucp_fadd -O 1 (median us, likewise)
-# Latency tests have a second row, the averages: ours is perftest's t_avg
-# (four decimals below 1 us), UCX's the inverse of its overall message rate.
+# Latency tests have a second row, the averages: ours is perftest's t_avg,
+# UCX's the inverse of its overall message rate. Our t_typical and t_avg
+# carry four decimals below 1 us (perftest's two would round a 24 ns median
+# to 0.02).
 # -P pins every server to CPU 0 and every client to CPU 1 (both tools).
 # Unpinned, ucx_perftest's server, which spins, and its client share the
 # CPUs as the scheduler decides: its 8 B get then took 22 ns where pinned

@@ -142,16 +142,16 @@ TEST(PerftestReport, LatTable) {
   EXPECT_EQ(format_lat_duration_row(d), " 2             12345            1.25           400000.00\n");
 }
 
-TEST(PerftestReport, LatAverageBelowOneMicrosecondHasFourDecimals) {
-  // Only t_avg: the other columns keep perftest's two decimals.
+TEST(PerftestReport, LatTypicalAndAverageBelowOneMicrosecondHaveFourDecimals) {
+  // Only t_typical and t_avg: the other columns keep perftest's two decimals.
   LatResult fast{8, 1000000, 0.01, 93.58, 0.02, 0.0187, 0.37, 0.05, 1.87};
   EXPECT_EQ(format_lat_row(fast),
-            " 8       1000000          0.01           93.58        0.02     \t       0.0187      \t0.37   \t\t0.05    "
+            " 8       1000000          0.01           93.58        0.0200   \t       0.0187      \t0.37   \t\t0.05    "
             "\t\t1.87   \n");
   LatResult one{8, 1000, 1, 2, 1, 1.0, 0, 1, 1};  // 1 us itself: two
   EXPECT_NE(format_lat_row(one).find("\t       1.00    "), std::string::npos) << format_lat_row(one);
   const std::string json = format_json(opts(kReadLat, {}), roce(), {}, {fast}, {});
-  EXPECT_NE(json.find("\"t_typical\": 0.02,\n\"t_avg\": 0.0187,\n\"t_stdev\": 0.37,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"t_typical\": 0.0200,\n\"t_avg\": 0.0187,\n\"t_stdev\": 0.37,"), std::string::npos) << json;
 }
 
 TEST(PerftestReport, ComputeBwPeakAndAverage) {

@@ -61,18 +61,27 @@ for s in $sizes; do
 done
 [[ $(id -u) -eq 0 ]] || fail "needs root (network namespaces, veth, AF_PACKET)"
 
-tools="$build/bench/perftest"
-fi_loop="$build/bench/peers/fi_rma_loop"
-pump="$build/bench/port/rma_frame_pump"
-for t in "$tools/rma_write_bw" "$tools/rma_read_bw" "$tools/rma_write_lat" "$fi_loop" "$pump"; do
-  [[ -x "$t" ]] || fail "$t is not built (cmake --build $build --target rma_write_bw rma_read_bw rma_write_lat fi_rma_loop rma_frame_pump)"
-done
 # shellcheck source-path=SCRIPTDIR source=../../scripts/lib/deps.sh
 source "$root/scripts/lib/deps.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/pair_args.sh
 source "$here/../lib/pair_args.sh"
+# Before looking for the tools: fi_rma_loop exists only in a build
+# configured while libfabric-dev was installed.
 rma_install_deps ucx-utils libfabric-bin libfabric-dev >&2 || fail "installing ucx-utils/libfabric failed"
 command -v ucx_perftest >/dev/null || fail "ucx_perftest not found after installing ucx-utils"
+
+tools="$build/bench/perftest"
+fi_loop="$build/bench/peers/fi_rma_loop"
+pump="$build/bench/port/rma_frame_pump"
+build_cmd="cmake --build $build --target rma_write_bw rma_read_bw rma_write_lat fi_rma_loop rma_frame_pump"
+for t in "$tools/rma_write_bw" "$tools/rma_read_bw" "$tools/rma_write_lat" "$pump"; do
+  [[ -x "$t" ]] || fail "$t is not built ($build_cmd)"
+done
+if [[ ! -x "$fi_loop" ]]; then
+  # pkg_check_modules (bench/peers/CMakeLists.txt) caches what it found.
+  grep -qs '^LIBFABRIC_FOUND:INTERNAL=1$' "$build/CMakeCache.txt" && fail "$fi_loop is not built ($build_cmd)"
+  fail "$fi_loop is not built, and $build was configured without libfabric (now installed): reconfigure it (cmake -S $root -B $build), then $build_cmd"
+fi
 
 afp="${TWOHOST_AFPACKET:-framesz=8192,blocksz=65536,framecnt=256}"
 read -r -a ours_read_args <<<"${TWOHOST_OURS_READ_ARGS:-}"

@@ -48,6 +48,32 @@ TEST(CopyBytes, CopiesExactlyTheBytesAtEveryLengthAndAlignment) {
   }
 }
 
+// The AVX-512 page copy aligns its stores to the destination's next 64-byte
+// boundary: every destination offset within a cache line, with source
+// offsets that put its loads on and off a line, at lengths that end its
+// block loop in each way (n - 256 a multiple of 256 or not, the first block
+// just before or after the last 256 bytes).
+TEST(CopyBytes, PageCopyAtEveryDestinationOffsetInALine) {
+  alignas(64) static std::uint8_t src[kPageCopyMax + 128];
+  alignas(64) static std::uint8_t dst[kPageCopyMax + 128 + 2 * kGuard];
+  for (std::size_t i = 0; i < sizeof src; ++i) src[i] = static_cast<std::uint8_t>(i * 13 + 5);
+  const std::size_t lens[] = {513, 575, 576, 577, 600, 767, 768, 769, 1024, 2047, 2048, 3000, 4095, 4096};
+  for (std::size_t len : lens) {
+    for (std::size_t dst_off = 0; dst_off < 64; ++dst_off) {
+      for (std::size_t src_off : {std::size_t{0}, std::size_t{1}, std::size_t{16}, dst_off, std::size_t{63}}) {
+        std::fill(std::begin(dst), std::end(dst), kUntouched);
+        copy_bytes(dst + kGuard + dst_off, src + src_off, len);
+        for (std::size_t i = 0; i < sizeof dst; ++i) {
+          const bool inside = i >= kGuard + dst_off && i < kGuard + dst_off + len;
+          const std::uint8_t want = inside ? src[src_off + i - kGuard - dst_off] : kUntouched;
+          ASSERT_EQ(dst[i], want) << "len " << len << ", source offset " << src_off << ", destination offset "
+                                  << dst_off << ", byte " << i << (inside ? " (copied)" : " (outside the copy)");
+        }
+      }
+    }
+  }
+}
+
 // From 1 MiB on the copy goes in 512 KiB pieces: lengths at, around and
 // well past the piece boundaries copy every byte, in order, and nothing
 // beyond the destination.

@@ -21,7 +21,8 @@
 // (alternating pinned pairs of `rma_read_lat -s 512`, bench/README.md),
 // which the call and the registers it makes the caller save had cost.
 // From 513 to 4096 bytes on the same CPUs, a loop of 256-byte blocks (four
-// 64-byte loads, then the stores; one call): glibc 2.36's memcpy, `rep
+// 64-byte loads, then the stores, on the destination's 64-byte boundaries;
+// one call): glibc 2.36's memcpy, `rep
 // movsb` from 2 KiB on, ran on the Zen 5 host at about half the loop's speed
 // at 4 KiB while both ranges were in the caches (`rma_engine_bench
 // --benchmark_filter='BM_(CopyBytes|Memcpy)'`, bench/README.md: 35.6

@@ -40,7 +40,8 @@ void copy(unsigned char* d, const unsigned char* s, std::size_t n) {
   benchmark::ClobberMemory();
 }
 
-// range(0): bytes; range(1): 0 = the same buffers (cached), 1 = spread over 64 MiB.
+// range(0): bytes; range(1): 0 = the same buffers (cached), 1 = spread over 64 MiB;
+// range(2): the layout, kLayouts below.
 // Where the copy's source and destination start, past a page boundary:
 // 0 both on it; 1 from malloc's data (page + 16) to a SHMEM heap block of
 // 2 KiB or more (page + 2064: rmaapi/shmem/c_setup.cpp), a put; 2 the get

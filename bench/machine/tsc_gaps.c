@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <x86intrin.h>
 
@@ -34,9 +35,15 @@ static double parse_positive(const char* text, const char* what, double max) {
   return v;
 }
 
+static const char kUsage[] = "usage: rma_tsc_gaps [SECONDS (default 0.03)] [THRESHOLD_NS (default 1000)]\n";
+
 int main(int argc, char** argv) {
-  if (argc > 3 || (argc > 1 && (argv[1][0] == '-' && argv[1][1] != '\0' && argv[1][1] != '.'))) {
-    fprintf(stderr, "usage: rma_tsc_gaps [SECONDS (default 0.03)] [THRESHOLD_NS (default 1000)]\n");
+  if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    fputs(kUsage, stdout);
+    return 0;
+  }
+  if (argc > 3) {
+    fprintf(stderr, "rma_tsc_gaps: too many arguments (%d; at most 2)\n%s", argc - 1, kUsage);
     return 2;
   }
   const double secs = argc > 1 ? parse_positive(argv[1], "SECONDS", 3600) : 0.03;
